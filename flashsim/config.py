@@ -1,0 +1,288 @@
+"""Model and scenario files: TOML in, validated typed objects with SI floats out.
+
+Schemas are pydantic models whose quantity fields parse unit strings through
+:mod:`flashsim.units`.  Every problem with a file becomes a :class:`ConfigError`
+naming the file, the dotted key, the offending value and what was expected; the
+CLI prints it on one line and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+
+from flashsim.units import Dimension, UnitError, parse_quantity
+
+
+@dataclass
+class ConfigError(Exception):
+    """A bad model, scenario or command-line value.
+
+    Attributes
+    ----------
+    path : str
+        The file (or ``"--set"`` / ``"command line"``) the value came from.
+    key : str
+        Dotted key of the value, e.g. ``oss.nic.ports``.
+    value : object
+        The offending value as written.
+    expected : str
+        What would have been accepted.
+    """
+
+    path: str
+    key: str
+    value: object
+    expected: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}: " if self.path else ""
+        key = f"key '{self.key}'" if self.key else "file"
+        shown = _show(self.value)
+        value = f" = {shown}" if shown else ""
+        return f"{where}{key}{value}: {self.expected}"
+
+
+def _show(value: object) -> str:
+    if value is _MISSING:
+        return ""
+    if isinstance(value, (dict, list)):
+        text = repr(value)
+        return text if len(text) <= 80 else text[:77] + "..."
+    return repr(value)
+
+
+_MISSING = object()
+
+
+# ---------------------------------------------------------------- quantity types
+def _quantity_validator(
+    dimension: Dimension, minimum: float | None, exclusive: bool
+) -> Callable[[object], float]:
+    def parse(value: object) -> float:
+        try:
+            result = parse_quantity(value, dimension)
+        except UnitError as exc:
+            raise ValueError(str(exc)) from None
+        if minimum is not None:
+            if exclusive and not result > minimum:
+                raise ValueError(f"{value!r} must be > {minimum:g}")
+            if not exclusive and not result >= minimum:
+                raise ValueError(f"{value!r} must be >= {minimum:g}")
+        return float(result)
+
+    return parse
+
+
+def quantity(dimension: Dimension, minimum: float | None = 0.0, exclusive: bool = True) -> Any:
+    """An annotated float field that accepts a unit string of ``dimension``.
+
+    Parameters
+    ----------
+    dimension : str
+        See :func:`flashsim.units.parse_quantity`.
+    minimum : float or None
+        Lower bound in SI units; ``None`` for none.
+    exclusive : bool
+        Whether the bound is strict.
+    """
+    return Annotated[float, BeforeValidator(_quantity_validator(dimension, minimum, exclusive))]
+
+
+Bytes = quantity("bytes")
+Bandwidth = quantity("bandwidth")
+NonNegativeBandwidth = quantity("bandwidth", 0.0, exclusive=False)
+Seconds = quantity("time")
+NonNegativeSeconds = quantity("time", 0.0, exclusive=False)
+OpRate = quantity("rate")
+Fraction = Annotated[float, BeforeValidator(_quantity_validator("fraction", 0.0, False))]
+
+
+def _unit_fraction(value: object) -> float:
+    result = _quantity_validator("fraction", 0.0, False)(value)
+    if result > 1.0:
+        raise ValueError(f"{value!r} must be a fraction between 0 and 1")
+    return result
+
+
+UnitFraction = Annotated[float, BeforeValidator(_unit_fraction)]
+
+
+class StrictModel(BaseModel):
+    """Base of every file schema: unknown keys are errors, values are checked once."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+# ------------------------------------------------------------------- loading
+def load_toml(path: str | Path) -> dict[str, Any]:
+    """Read a TOML file into a dict, turning every failure into a :class:`ConfigError`."""
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(str(p), "", _MISSING, "file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(str(p), "", _MISSING, f"cannot read file ({exc})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(str(p), "", _MISSING, f"not valid TOML ({exc})") from None
+
+
+def _loc_to_key(loc: Iterable[int | str], data: Any) -> tuple[str, object]:
+    """Dotted key and the raw value at a pydantic error location."""
+    parts: list[str] = []
+    node: Any = data
+    for item in loc:
+        if isinstance(node, Mapping) and item in node:
+            node = node[item]
+        elif isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node):
+            element = node[item]
+            node = element
+        elif isinstance(item, str) and not isinstance(node, (Mapping, list)):
+            # A union branch name or a function-validator tag: not part of the key.
+            continue
+        else:
+            node = _MISSING
+        if isinstance(item, int) or not (
+            isinstance(item, str) and ("[" in item or item.startswith("function-"))
+        ):
+            parts.append(str(item))
+    return ".".join(parts), node
+
+
+def _describe_error(err: Mapping[str, Any], model: type[BaseModel], data: Any) -> ConfigError:
+    key, value = _loc_to_key(err["loc"], data)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        allowed = _allowed_keys(model, list(err["loc"])[:-1])
+        hint = f"; expected one of: {', '.join(allowed)}" if allowed else ""
+        return ConfigError("", key, value, f"unknown key{hint}")
+    if kind == "missing":
+        return ConfigError("", key, _MISSING, "required key is missing")
+    message = str(err["msg"])
+    if message.startswith("Value error, "):
+        message = message[len("Value error, ") :]
+    if kind == "literal_error":
+        expected = err.get("ctx", {}).get("expected", "")
+        message = f"expected one of {expected}"
+    return ConfigError("", key, value, message)
+
+
+def _allowed_keys(model: type[BaseModel], loc: list[int | str]) -> list[str]:
+    current: Any = model
+    for item in loc:
+        if isinstance(item, int):
+            continue
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(item))
+            if field is None:
+                return []
+            current = _model_in(field.annotation)
+        else:
+            return []
+    if isinstance(current, type) and issubclass(current, BaseModel):
+        return sorted(current.model_fields)
+    return []
+
+
+def _model_in(annotation: Any) -> Any:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def validate(model: type[M], data: Mapping[str, Any], path: str | Path) -> M:
+    """Validate ``data`` against ``model``; raise one :class:`ConfigError` on failure.
+
+    The message names the first problem; further problems are counted.
+    """
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        errors = exc.errors()
+        first = _describe_error(errors[0], model, data)
+        first.path = str(path)
+        if len(errors) > 1:
+            first.expected += f" (and {len(errors) - 1} more problem(s) in this file)"
+        raise first from None
+
+
+def load_model(model: type[M], path: str | Path, overrides: Mapping[str, str] = {}) -> M:
+    """Load, override and validate a TOML file in one step."""
+    data = load_toml(path)
+    apply_overrides(data, overrides, str(path))
+    return validate(model, data, path)
+
+
+# ------------------------------------------------------------------ overrides
+def parse_override(text: str) -> tuple[str, str]:
+    """Split a ``key=value`` command-line override."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError("--set", text, _MISSING, "expected key=value, e.g. oss.nic.ports=4")
+    return key.strip(), value.strip()
+
+
+def _toml_value(text: str) -> object:
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text  # a bare unit string such as 200 Gb/s
+
+
+def apply_overrides(data: dict[str, Any], overrides: Mapping[str, str], path: str) -> None:
+    """Set dotted ``key -> value`` pairs in a loaded file, in place.
+
+    Values are read as TOML literals (``8``, ``true``, ``"x"``) and otherwise
+    kept as strings (``200 Gb/s``).  A list element is addressed by its index
+    or by the value of its ``name`` key (``phases.write.ranks=8``).
+    """
+    for key, raw in overrides.items():
+        parts = key.split(".")
+        node: Any = data
+        for depth, part in enumerate(parts):
+            last = depth == len(parts) - 1
+            where = ".".join(parts[: depth + 1])
+            if isinstance(node, list):
+                index = _list_index(node, part)
+                if index is None:
+                    raise ConfigError(
+                        f"{path} (--set)", where, raw, "no list element with that index or name"
+                    )
+                if last:
+                    node[index] = _toml_value(raw)
+                else:
+                    node = node[index]
+            elif isinstance(node, dict):
+                if last:
+                    node[part] = _toml_value(raw)
+                else:
+                    node = node.setdefault(part, {})
+            else:
+                raise ConfigError(
+                    f"{path} (--set)", where, raw, "cannot set a key inside a plain value"
+                )
+
+
+def _list_index(items: list[Any], part: str) -> int | None:
+    if part.lstrip("-").isdigit():
+        index = int(part)
+        return index if -len(items) <= index < len(items) else None
+    for i, item in enumerate(items):
+        if isinstance(item, dict) and item.get("name") == part:
+            return i
+    return None

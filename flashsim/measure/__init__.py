@@ -1,0 +1,1 @@
+"""Result records, summaries and plots."""

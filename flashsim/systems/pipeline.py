@@ -1,0 +1,257 @@
+"""A generic pipeline of stages (e.g. NIC -> CPU -> SSD) driven by request streams.
+
+Each stage has ``servers`` identical servers, a bandwidth and/or an operation
+rate, a latency (a pure delay that does not occupy a server) and a
+service-time variability.  The same parameters drive both fidelities:
+
+* flow: a stage is a resource with ``capacity_Bps = bandwidth`` and
+  ``capacity_ops = ops_rate``; a stream with ``q`` requests of ``t`` bytes in
+  flight is one flow capped at ``q * t / L``, ``L`` being the zero-load round
+  trip through all stages;
+* request: a stage is a FIFO queue with ``c`` servers whose mean service time
+  for a request of ``t`` bytes is ``max(c * t / bandwidth, c / ops_rate)``, so
+  its saturation throughput equals the flow capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import simpy
+from pydantic import Field, model_validator
+
+from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, OpRate, StrictModel
+from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
+from flashsim.engine.flows import Flow, Resource
+from flashsim.engine.queues import FifoQueue
+from flashsim.engine.runlength import RunLengthControl
+from flashsim.engine.simulation import Simulation
+from flashsim.measure.results import PhaseResult
+from flashsim.systems.base import (
+    BuiltSystem,
+    Description,
+    Fidelity,
+    LayerPeak,
+    SystemKind,
+    bottleneck,
+)
+
+
+class StageModel(StrictModel):
+    """One stage of a pipeline model file."""
+
+    name: str
+    servers: Annotated[int, Field(ge=1)] = 1
+    bandwidth: Bandwidth | None = None
+    ops_rate: OpRate | None = None
+    latency: NonNegativeSeconds = 0.0
+    service_distribution: Literal["deterministic", "exponential", "lognormal", "gamma"] = (
+        "exponential"
+    )
+    service_cv: Annotated[float, Field(ge=0.0)] = 1.0
+
+    @model_validator(mode="after")
+    def _has_capacity(self) -> StageModel:
+        if self.bandwidth is None and self.ops_rate is None:
+            raise ValueError(f"stage {self.name!r} needs a bandwidth or an ops_rate")
+        return self
+
+    def service_s(self, transfer_B: float) -> float:
+        """Mean time (s) one server spends on a request of ``transfer_B`` bytes."""
+        by_bytes = self.servers * transfer_B / self.bandwidth if self.bandwidth else 0.0
+        by_ops = self.servers / self.ops_rate if self.ops_rate else 0.0
+        return float(max(by_bytes, by_ops))
+
+
+class PipelineModel(StrictModel):
+    """Model file of ``kind = "pipeline"``."""
+
+    kind: Literal["pipeline"]
+    name: str
+    description: str = ""
+    stages: Annotated[list[StageModel], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> PipelineModel:
+        names = [s.name for s in self.stages]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"stage names must be unique; repeated: {sorted(dup)}")
+        return self
+
+
+class StreamsPhase(StrictModel):
+    """A phase of ``workload = "streams"``: closed-loop request streams.
+
+    Flow fidelity moves ``bytes_per_stream`` per stream; request fidelity runs
+    until the throughput's relative 95 % half-width is below
+    ``target_rel_halfwidth`` (or ``max_requests`` complete).
+    """
+
+    name: str
+    workload: Literal["streams"]
+    operation: Literal["read", "write"] = "read"
+    streams: Annotated[int, Field(ge=1)]
+    queue_depth: Annotated[int, Field(ge=1)] = 1
+    transfer_size: Bytes
+    bytes_per_stream: Bytes = 1e9
+    target_rel_halfwidth: Annotated[float, Field(gt=0.0)] = 0.01
+    sample_interval_requests: Annotated[int, Field(ge=1)] = 200
+    max_requests: Annotated[int, Field(ge=1)] = 2_000_000
+
+
+class Pipeline(BuiltSystem):
+    """A pipeline assembled in a simulation."""
+
+    def __init__(self, model: PipelineModel, sim: Simulation, fidelity: Fidelity) -> None:
+        super().__init__(sim, fidelity)
+        self.model = model
+        self.resources: list[Resource] = []
+        self.queues: list[FifoQueue] = []
+        for stage in model.stages:
+            name = f"{model.name}.{stage.name}"
+            if fidelity == "flow":
+                self.resources.append(sim.flows.add_resource(name, stage.bandwidth, stage.ops_rate))
+            else:
+                self.queues.append(FifoQueue(sim.env, name, stage.servers))
+
+    def round_trip_s(self, transfer_B: float) -> float:
+        """Zero-load time (s) for one request of ``transfer_B`` bytes through all stages."""
+        return sum(s.latency + s.service_s(transfer_B) for s in self.model.stages)
+
+    def run_phase(self, phase: StreamsPhase) -> PhaseResult:
+        """Run a streams phase in this system's fidelity."""
+        if self.fidelity == "flow":
+            return self._run_flow(phase)
+        return self._run_request(phase)
+
+    def _run_flow(self, phase: StreamsPhase) -> PhaseResult:
+        sim = self.sim
+        t = phase.transfer_size
+        cap = phase.queue_depth * t / self.round_trip_s(t)
+        path = [(r, 1.0) for r in self.resources]
+        start = sim.now
+        flows: list[Flow] = [
+            sim.flows.start_flow(
+                phase.bytes_per_stream, path, rate_cap_Bps=cap, op_size_B=t, name=f"stream{i}"
+            )
+            for i in range(phase.streams)
+        ]
+        sim.run(sim.env.all_of([f.done for f in flows]))
+        elapsed = sim.now - start
+        total = phase.bytes_per_stream * phase.streams
+        bw = total / elapsed
+        return PhaseResult(
+            name=phase.name,
+            operation=phase.operation,
+            bandwidth_Bps=bw,
+            iops=bw / t,
+            ranks=phase.streams,
+            transfer_size_B=t,
+            sim_time_s=elapsed,
+            bytes_B=total,
+        )
+
+    def _run_request(self, phase: StreamsPhase) -> PhaseResult:
+        sim = self.sim
+        env = sim.env
+        t = phase.transfer_size
+        stages = self.model.stages
+        samplers = [
+            SampleBuffer(
+                with_mean_and_cv(s.service_distribution, s.service_s(t), s.service_cv),
+                sim.rng(f"{self.model.name}.{s.name}.service"),
+            )
+            for s in stages
+        ]
+        plan = list(zip(self.queues, samplers, [s.latency for s in stages], strict=True))
+        control = RunLengthControl(
+            target_rel_halfwidth=phase.target_rel_halfwidth,
+            min_samples=40,
+            max_samples=max(40, phase.max_requests // phase.sample_interval_requests),
+        )
+        completions: list[float] = []
+        stop = env.event()
+        interval = phase.sample_interval_requests
+        samples: list[float] = []
+        start = env.now
+
+        responses: list[float] = []
+
+        def worker() -> Generator[simpy.Event, Any, None]:
+            while not stop.triggered:
+                issued = env.now
+                for queue, sampler, latency in plan:
+                    yield queue.visit(sampler.next(), latency)
+                completions.append(env.now)
+                responses.append(env.now - issued)
+                if len(completions) % interval == 0:
+                    k = len(completions) // interval
+                    t0 = completions[(k - 1) * interval - 1] if k > 1 else start
+                    samples.append(interval / (env.now - t0))
+                    if control.done(samples) and not stop.triggered:
+                        stop.succeed()
+
+        for _ in range(phase.streams * phase.queue_depth):
+            env.process(worker())
+        sim.run(stop)
+        estimate = control.estimate(samples)
+        # Ratio estimator (requests over time) on the window after warm-up deletion.
+        kept = int(control.warmup_fraction * len(samples))
+        t_first = completions[kept * interval - 1] if kept else start
+        n_done = (len(samples) - kept) * interval
+        ops = n_done / (completions[len(samples) * interval - 1] - t_first)
+        return PhaseResult(
+            name=phase.name,
+            operation=phase.operation,
+            bandwidth_Bps=ops * t,
+            iops=ops,
+            ranks=phase.streams,
+            transfer_size_B=t,
+            sim_time_s=env.now - start,
+            bytes_B=len(completions) * t,
+            ci_rel_halfwidth=estimate.rel_halfwidth,
+            extra={
+                "requests": len(completions),
+                "mean_response_s": float(np.mean(responses[len(responses) // 10 :])),
+                "p99_response_s": float(np.percentile(responses[len(responses) // 10 :], 99)),
+            },
+        )
+
+
+class PipelineKind(SystemKind):
+    """The ``pipeline`` system kind."""
+
+    kind = "pipeline"
+    model_type = PipelineModel
+    phase_type = StreamsPhase
+
+    def build(self, model: PipelineModel, sim: Simulation, fidelity: Fidelity) -> Pipeline:
+        return Pipeline(model, sim, fidelity)
+
+    def describe(self, model: PipelineModel) -> Description:
+        layers = [
+            LayerPeak(
+                scope="pipeline",
+                layer=s.name,
+                count=s.servers,
+                read_Bps=s.bandwidth,
+                write_Bps=s.bandwidth,
+                read_iops=s.ops_rate,
+                write_iops=s.ops_rate,
+                note=f"{s.servers} server(s), latency {s.latency * 1e6:g} us",
+            )
+            for s in model.stages
+        ]
+        return Description(
+            system=model.name,
+            kind=self.kind,
+            components={"stages": len(model.stages)},
+            layers=layers,
+            bottlenecks={
+                "bandwidth": bottleneck(layers, "pipeline", "read_Bps"),
+                "iops": bottleneck(layers, "pipeline", "read_iops"),
+            },
+        )

@@ -1,0 +1,168 @@
+"""Quantities with units at the file/CLI boundary, SI floats inside.
+
+Model and scenario files write values like ``"200 Gb/s"``, ``"3.2 GB/s"``,
+``"15.36 TB"``, ``"64 MiB"``, ``"80 us"`` or ``"1.4 MIOPS"``.  They are parsed
+once, here, into floats in bytes, seconds, bytes/s or operations/s.  Decimal
+prefixes are powers of 1000 (1 GB = 1e9 B), binary ones powers of 1024
+(1 GiB = 2**30 B), and 8 b = 1 B.
+
+A dedicated pint registry is used: pint's default registry reads ``Gb`` as a
+gilbert and ``b`` as a barn, which no storage architect means.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from typing import Any, Literal
+
+import pint
+
+Dimension = Literal["bytes", "bandwidth", "time", "rate", "fraction", "count", "number"]
+
+_DEFINITIONS = """
+second = [time] = s = sec
+minute = 60 * second = min
+hour = 60 * minute = h
+day = 24 * hour
+byte = [information] = B
+bit = byte / 8 = b
+operation = [operations] = op = ops = IO = IOs
+IOPS = operation / second
+percent = 0.01 = %
+yocto- = 1e-24 = y-
+zepto- = 1e-21 = z-
+atto- =  1e-18 = a-
+femto- = 1e-15 = f-
+pico- =  1e-12 = p-
+nano- =  1e-9  = n-
+micro- = 1e-6  = u- = µ- = μ-
+milli- = 1e-3  = m-
+kilo- =  1e3   = k- = K-
+mega- =  1e6   = M-
+giga- =  1e9   = G-
+tera- =  1e12  = T-
+peta- =  1e15  = P-
+exa- =   1e18  = E-
+kibi- = 2**10 = Ki-
+mebi- = 2**20 = Mi-
+gibi- = 2**30 = Gi-
+tebi- = 2**40 = Ti-
+pebi- = 2**50 = Pi-
+exbi- = 2**60 = Ei-
+"""
+
+_EXPECTED: dict[str, tuple[str, str]] = {
+    # dimension: (pint dimensionality, example for messages)
+    "bytes": ("[information]", 'a size such as "64 MiB" or "15.36 TB"'),
+    "bandwidth": ("[information] / [time]", 'a bandwidth such as "200 Gb/s" or "3.2 GB/s"'),
+    "time": ("[time]", 'a time such as "80 us" or "45 s"'),
+    "rate": ("1 / [time]", 'an operation rate such as "1.4 MIOPS" or "240 IOPS"'),
+}
+
+
+class UnitError(ValueError):
+    """A value that is not a quantity of the expected dimension."""
+
+
+@lru_cache(maxsize=1)
+def registry() -> pint.UnitRegistry:  # type: ignore[type-arg]
+    """The flashsim unit registry (built once per process, never mutated after)."""
+    reg: Any = pint.UnitRegistry(None, autoconvert_offset_to_baseunit=False)
+    for line in _DEFINITIONS.strip().splitlines():
+        reg.define(line.strip())
+    return reg
+
+
+def _base_magnitude(text: str, dimension: str) -> float:
+    reg: Any = registry()
+    want, example = _EXPECTED[dimension]
+    try:
+        quantity: Any = reg.Quantity(text)
+    except Exception as exc:  # pint raises several unrelated types for bad text
+        raise UnitError(f"cannot read {text!r} as {example}") from exc
+    # Operations per second and plain "1/s" are both rates.
+    if dimension == "rate":
+        quantity = quantity / reg.operation if quantity.check("[operations] / [time]") else quantity
+    if not quantity.check(want):
+        raise UnitError(f"{text!r} has units of {quantity.units}; expected {example}")
+    return float(quantity.to_base_units().magnitude)
+
+
+def parse_quantity(value: object, dimension: Dimension) -> float:
+    """Parse a file or CLI value into an SI float.
+
+    Parameters
+    ----------
+    value : str or int or float
+        A string with a unit (``"200 Gb/s"``), or a bare number for the
+        unitless dimensions ``fraction`` (``0.926`` or ``"92.6 %"``),
+        ``count`` and ``number``.
+    dimension : {"bytes", "bandwidth", "time", "rate", "fraction", "count", "number"}
+        What the value measures; the result is in bytes, bytes/s, seconds,
+        operations/s, a fraction, an integer count or a plain number.
+
+    Raises
+    ------
+    UnitError
+        When the value is not of the expected dimension, is not finite, or is
+        a bare number where a unit is required.
+    """
+    if isinstance(value, bool):
+        raise UnitError(f"{value!r} is a boolean; expected a {dimension}")
+    if dimension in _EXPECTED:
+        if isinstance(value, (int, float)):
+            raise UnitError(
+                f"{value!r} has no unit; expected {_EXPECTED[dimension][1]} (write the unit)"
+            )
+        if not isinstance(value, str):
+            raise UnitError(f"{value!r} is not a string; expected {_EXPECTED[dimension][1]}")
+        result = _base_magnitude(value, dimension)
+    elif dimension == "fraction":
+        if isinstance(value, str):
+            reg: Any = registry()
+            try:
+                q: Any = reg.Quantity(value)
+            except Exception as exc:
+                raise UnitError(
+                    f'cannot read {value!r} as a fraction such as 0.9 or "90 %"'
+                ) from exc
+            if not q.dimensionless:
+                raise UnitError(f"{value!r} has units of {q.units}; expected a fraction")
+            result = float(q.to("dimensionless").magnitude)
+        elif isinstance(value, (int, float)):
+            result = float(value)
+        else:
+            raise UnitError(f"{value!r} is not a number; expected a fraction such as 0.9")
+    elif dimension == "count":
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        raise UnitError(f"{value!r} is not a whole number")
+    elif dimension == "number":
+        if not isinstance(value, (int, float)):
+            raise UnitError(f"{value!r} is not a number")
+        result = float(value)
+    else:  # pragma: no cover - guarded by the Literal type
+        raise UnitError(f"unknown dimension {dimension!r}")
+    if not math.isfinite(result):
+        raise UnitError(f"{value!r} is not finite")
+    return result
+
+
+def format_quantity(value: float, dimension: Dimension, digits: int = 4) -> str:
+    """Format an SI float for people, e.g. ``format_quantity(25e9, "bandwidth")``."""
+    units = {
+        "bytes": [(1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "B")],
+        "bandwidth": [(1e12, "TB/s"), (1e9, "GB/s"), (1e6, "MB/s"), (1e3, "kB/s"), (1, "B/s")],
+        "time": [(1, "s"), (1e-3, "ms"), (1e-6, "us"), (1e-9, "ns")],
+        "rate": [(1e6, "MIOPS"), (1e3, "kIOPS"), (1, "IOPS")],
+    }.get(dimension)
+    if units is None:
+        return f"{value:.{digits}g}"
+    for scale, name in units:
+        if abs(value) >= scale:
+            return f"{value / scale:.{digits}g} {name}"
+    scale, name = units[-1]
+    return f"{value / scale:.{digits}g} {name}"

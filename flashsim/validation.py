@@ -1,0 +1,202 @@
+"""Published reference measurements and the comparison that checks them.
+
+Every ``*.toml`` file under ``validation/`` holds ``[[record]]`` tables.  A
+record names the source (seed file and table/figure), the quantity, its
+published value and unit, a relative tolerance, its role (``calibration`` when
+a model parameter was fitted to it, ``prediction`` otherwise) and where the
+simulated value comes from:
+
+* ``scenario`` + ``phase`` + ``field`` (``bandwidth_GBps``, ``iops``,
+  ``extra.<name>``...): run the scenario (once per distinct scenario and
+  overrides) and read that field of that phase, times ``scale``;
+* ``model`` + ``derived``: read ``describe(model).derived[derived]``.
+
+``comparison`` is ``within`` (``|sim/pub - 1| <= tolerance``), ``at_least``
+(``sim >= pub * (1 - tolerance)``) or ``at_most`` (``sim <= pub * (1 + tolerance)``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from flashsim.config import ConfigError, StrictModel, load_toml, validate
+from flashsim.measure.results import RunResult
+from flashsim.scenario import load_scenario, load_system_model, run_loaded
+
+Role = Literal["calibration", "prediction"]
+
+
+class RecordSpec(StrictModel):
+    """One published number and how to reproduce it."""
+
+    id: str
+    source: str
+    quantity: str
+    unit: str
+    published: float
+    tolerance: Annotated[float, Field(ge=0.0)]
+    role: Role
+    comparison: Literal["within", "at_least", "at_most"] = "within"
+    scenario: str | None = None
+    set: dict[str, str] = Field(default_factory=dict)
+    phase: str | None = None
+    field: str | None = None
+    scale: float = 1.0
+    model: str | None = None
+    derived: str | None = None
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _one_source(self) -> RecordSpec:
+        by_run = self.scenario is not None and self.phase is not None and self.field is not None
+        by_model = self.model is not None and self.derived is not None
+        if by_run == by_model:
+            raise ValueError("give either scenario + phase + field, or model + derived (not both)")
+        if self.published == 0 and self.comparison == "within":
+            raise ValueError("published must be non-zero for a relative comparison")
+        return self
+
+
+class RecordFile(StrictModel):
+    """A validation file: a list of records."""
+
+    record: Annotated[list[RecordSpec], Field(min_length=1)]
+
+
+@dataclass
+class RecordResult:
+    """The outcome of one record (the ``flashsim validate --json`` element)."""
+
+    id: str
+    source: str
+    quantity: str
+    unit: str
+    published: float
+    simulated: float
+    rel_error: float
+    tolerance: float
+    role: Role
+    comparison: str
+    passed: bool
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (non-finite numbers become ``None``)."""
+        return {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in vars(self).items()
+        }
+
+
+def compare(published: float, simulated: float, tolerance: float, comparison: str) -> bool:
+    """Whether ``simulated`` meets ``published`` under the record's comparison."""
+    if not math.isfinite(simulated):
+        return False
+    if comparison == "at_least":
+        return simulated >= published * (1.0 - tolerance)
+    if comparison == "at_most":
+        return simulated <= published * (1.0 + tolerance)
+    return abs(simulated / published - 1.0) <= tolerance
+
+
+def _field_of(run: RunResult, phase_name: str, field: str, where: str) -> float:
+    for phase in run.phases:
+        if phase.name == phase_name:
+            record = phase.to_dict()
+            node: Any = record
+            for part in field.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    raise ConfigError(
+                        where, "field", field, f"phase {phase_name!r} has no such field"
+                    )
+                node = node[part]
+            if node is None:
+                return math.nan
+            return float(node)
+    names = ", ".join(p.name for p in run.phases)
+    raise ConfigError(where, "phase", phase_name, f"expected one of: {names}")
+
+
+def load_records(directory: str | Path) -> list[tuple[Path, RecordSpec]]:
+    """All records of all ``*.toml`` files under ``directory``, sorted by file."""
+    out: list[tuple[Path, RecordSpec]] = []
+    for path in sorted(Path(directory).rglob("*.toml")):
+        spec = validate(RecordFile, load_toml(path), path)
+        out.extend((path, record) for record in spec.record)
+    ids = [r.id for _, r in out]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise ConfigError(str(directory), "record.id", dup[0], "record ids must be unique")
+    return out
+
+
+def run_records(
+    records: Iterable[tuple[Path, RecordSpec]],
+    on_record: Callable[[RecordResult], None] | None = None,
+) -> list[RecordResult]:
+    """Evaluate records, running each distinct scenario (with its overrides) once."""
+    runs: dict[tuple[Path, tuple[tuple[str, str], ...]], RunResult] = {}
+    results: list[RecordResult] = []
+    for path, rec in records:
+        where = f"{path} (record {rec.id})"
+        if rec.scenario is not None:
+            scenario_path = (path.parent / rec.scenario).resolve()
+            key = (scenario_path, tuple(sorted(rec.set.items())))
+            if key not in runs:
+                runs[key] = run_loaded(load_scenario(scenario_path, rec.set))
+            assert rec.phase is not None and rec.field is not None
+            value = _field_of(runs[key], rec.phase, rec.field, where) * rec.scale
+        else:
+            assert rec.model is not None and rec.derived is not None
+            loaded = load_system_model((path.parent / rec.model).resolve())
+            derived = loaded.kind.describe(loaded.model).derived
+            if rec.derived not in derived:
+                raise ConfigError(
+                    where, "derived", rec.derived, f"expected one of: {', '.join(sorted(derived))}"
+                )
+            value = derived[rec.derived] * rec.scale
+        rel_error = value / rec.published - 1.0 if rec.published else math.nan
+        result = RecordResult(
+            id=rec.id,
+            source=rec.source,
+            quantity=rec.quantity,
+            unit=rec.unit,
+            published=rec.published,
+            simulated=value,
+            rel_error=rel_error,
+            tolerance=rec.tolerance,
+            role=rec.role,
+            comparison=rec.comparison,
+            passed=compare(rec.published, value, rec.tolerance, rec.comparison),
+            note=rec.note,
+        )
+        results.append(result)
+        if on_record is not None:
+            on_record(result)
+    return results
+
+
+def format_table(results: list[RecordResult]) -> str:
+    """The validation table as Markdown (printed by ``flashsim validate``)."""
+    symbol = {"within": "±", "at_least": "≥ −", "at_most": "≤ +"}
+    lines = [
+        "| id | source | quantity | published | simulated | unit | error | tolerance | role | ok |",
+        "|---|---|---|---:|---:|---|---:|---:|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.id} | {r.source} | {r.quantity} | {r.published:.4g} | {r.simulated:.4g} | "
+            f"{r.unit} | {100 * r.rel_error:+.1f}% | "
+            f"{symbol[r.comparison]}{100 * r.tolerance:.0f}% | "
+            f"{r.role} | {'pass' if r.passed else 'FAIL'} |"
+        )
+    n_fail = sum(not r.passed for r in results)
+    lines.append("")
+    lines.append(f"{len(results) - n_fail} passed, {n_fail} failed")
+    return "\n".join(lines)
