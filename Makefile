@@ -24,7 +24,7 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow tests
 
 bench: $(STAMP)
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python -m benchmarks.run
 
 lint: $(STAMP)
 	$(BIN)/ruff check flashsim tests benchmarks

@@ -66,7 +66,7 @@ class UnitError(ValueError):
 
 
 @lru_cache(maxsize=1)
-def registry() -> pint.UnitRegistry:  # type: ignore[type-arg]
+def registry() -> Any:
     """The flashsim unit registry (built once per process, never mutated after)."""
     reg: Any = pint.UnitRegistry(None, autoconvert_offset_to_baseunit=False)
     for line in _DEFINITIONS.strip().splitlines():

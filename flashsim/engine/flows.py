@@ -571,6 +571,15 @@ class FlowNetwork:
             candidates = np.union1d(touching, s_slots)
             invalid = self._invalid_flows(candidates)
             grow = invalid[~in_s[invalid]]
+            over = relevant[
+                self._con_load[relevant] > self._con_cap[relevant] * (1.0 + SATURATION_RTOL)
+            ]
+            if over.size:
+                # A capacity fell below the load: every flow crossing it must be re-solved.
+                mark = np.zeros(self._n_cons, dtype=bool)
+                mark[over] = True
+                crossing = touching[mark[self._path_con[touching]].any(axis=1)]
+                grow = np.union1d(grow, crossing[~in_s[crossing]])
             invalid_s = invalid[in_s[invalid]]
             if invalid_s.size:
                 # A re-solved flow sits below a fixed flow on one of its saturated

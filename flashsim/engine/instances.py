@@ -47,12 +47,12 @@ def full_system_instance(
     n_oss: int = 274,
     n_clients: int = 3_000,
     nics_per_client: int = 4,
-    n_global_links: int = 2_000,
+    n_global_links: int = 3_342,
     drives_per_ost: int = 12,
     drives_per_flow: int = 8,
     capped_fraction: float = 0.3,
 ) -> FlowInstance:
-    """Build an instance with about 20,000 constraints and 15 entries a flow.
+    """Build an instance with 20,000 constraints and 15 entries a flow (defaults).
 
     Each flow goes client NIC -> two global links -> OSS NIC -> OSS CPU ->
     OSS PCIe -> RAID set -> ``drives_per_flow`` drives of that OST, with RAID6

@@ -119,7 +119,7 @@ class Pipeline(BuiltSystem):
 
     def round_trip_s(self, transfer_B: float) -> float:
         """Zero-load time (s) for one request of ``transfer_B`` bytes through all stages."""
-        return sum(s.latency + s.service_s(transfer_B) for s in self.model.stages)
+        return float(sum(s.latency + s.service_s(transfer_B) for s in self.model.stages))
 
     def run_phase(self, phase: StreamsPhase) -> PhaseResult:
         """Run a streams phase in this system's fidelity."""

@@ -1,0 +1,15 @@
+"""Shared test fixtures and helpers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def root() -> Path:
+    """The repository root."""
+    return ROOT
