@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from flashsim.config import ConfigError, parse_override
+from flashsim.config import MISSING, ConfigError, parse_override
 from flashsim.units import UnitError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -131,7 +131,7 @@ def validate_cmd(as_json: bool, only: str, directory: Path) -> None:
     from flashsim.validation import format_table, load_records, run_records
 
     if not directory.is_dir():
-        raise ConfigError(str(directory), "", None, "validation directory not found")
+        raise ConfigError(str(directory), "", MISSING, "validation directory not found")
     records = [(p, r) for p, r in load_records(directory) if only in r.id]
     bar = tqdm(total=len(records), desc="validate", unit="record", disable=not sys.stderr.isatty())
 

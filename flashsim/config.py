@@ -49,7 +49,7 @@ class ConfigError(Exception):
 
 
 def _show(value: object) -> str:
-    if value is _MISSING:
+    if value is MISSING:
         return ""
     if isinstance(value, (dict, list)):
         text = repr(value)
@@ -57,7 +57,8 @@ def _show(value: object) -> str:
     return repr(value)
 
 
-_MISSING = object()
+#: Marks a ConfigError that has no value to show (a missing key or file).
+MISSING = object()
 
 
 # ---------------------------------------------------------------- quantity types
@@ -129,13 +130,13 @@ def load_toml(path: str | Path) -> dict[str, Any]:
     try:
         text = p.read_bytes().decode("utf-8")
     except FileNotFoundError:
-        raise ConfigError(str(p), "", _MISSING, "file not found") from None
+        raise ConfigError(str(p), "", MISSING, "file not found") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(str(p), "", _MISSING, f"cannot read file ({exc})") from None
+        raise ConfigError(str(p), "", MISSING, f"cannot read file ({exc})") from None
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(str(p), "", _MISSING, f"not valid TOML ({exc})") from None
+        raise ConfigError(str(p), "", MISSING, f"not valid TOML ({exc})") from None
 
 
 def _loc_to_key(loc: Iterable[int | str], data: Any) -> tuple[str, object]:
@@ -152,7 +153,7 @@ def _loc_to_key(loc: Iterable[int | str], data: Any) -> tuple[str, object]:
             # A union branch name or a function-validator tag: not part of the key.
             continue
         else:
-            node = _MISSING
+            node = MISSING
         if isinstance(item, int) or not (
             isinstance(item, str) and ("[" in item or item.startswith("function-"))
         ):
@@ -168,7 +169,7 @@ def _describe_error(err: Mapping[str, Any], model: type[BaseModel], data: Any) -
         hint = f"; expected one of: {', '.join(allowed)}" if allowed else ""
         return ConfigError("", key, value, f"unknown key{hint}")
     if kind == "missing":
-        return ConfigError("", key, _MISSING, "required key is missing")
+        return ConfigError("", key, MISSING, "required key is missing")
     message = str(err["msg"])
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
@@ -233,7 +234,7 @@ def parse_override(text: str) -> tuple[str, str]:
     """Split a ``key=value`` command-line override."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise ConfigError("--set", text, _MISSING, "expected key=value, e.g. oss.nic.ports=4")
+        raise ConfigError("--set", text, MISSING, "expected key=value, e.g. oss.nic.ports=4")
     return key.strip(), value.strip()
 
 

@@ -1,0 +1,1 @@
+"""Workload generators shared by every system kind (IOR-like, ...)."""
