@@ -41,11 +41,11 @@ class ConfigError(Exception):
     expected: str
 
     def __str__(self) -> str:
-        where = f"{self.path}: " if self.path else ""
-        key = f"key '{self.key}'" if self.key else "file"
-        shown = _show(self.value)
-        value = f" = {shown}" if shown else ""
-        return f"{where}{key}{value}: {self.expected}"
+        parts = [self.path] if self.path else []
+        if self.key:
+            shown = _show(self.value)
+            parts.append(f"key '{self.key}'" + (f" = {shown}" if shown else ""))
+        return ": ".join([*parts, self.expected])
 
 
 def _show(value: object) -> str:
