@@ -7,7 +7,6 @@ with status 2; ``validate`` exits 1 when a record fails.
 
 from __future__ import annotations
 
-import itertools
 import json
 import sys
 from collections.abc import Callable, Sequence
@@ -177,21 +176,33 @@ def describe(model: Path, as_json: bool, sets: Sequence[str]) -> None:
     help="A key and the values to sweep; several --vary give their cross product.",
 )
 @click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help=SET_HELP)
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Worker processes.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array of rows.")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), default=None)
+@click.option(
+    "--csv",
+    "csv_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also write the table to this CSV file.",
+)
 @_clean_errors
 def sweep(
     scenario: Path,
     varies: Sequence[str],
     sets: Sequence[str],
+    jobs: int,
     as_json: bool,
     csv_path: Path | None,
 ) -> None:
     """Run SCENARIO over the cross product of --vary values; one row per phase and point."""
-    import pandas as pd
-    from tqdm import tqdm
-
-    from flashsim.scenario import load_scenario, run_loaded
+    from flashsim.sweep import run_sweep
 
     axes: list[tuple[str, list[str]]] = []
     for text in varies:
@@ -200,17 +211,7 @@ def sweep(
         if not values:
             raise ConfigError("--vary", key, raw, "expected a comma-separated list of values")
         axes.append((key, values))
-    base = _overrides(sets)
-    points = list(itertools.product(*[values for _, values in axes]))
-    frames = []
-    for point in tqdm(points, desc="sweep", unit="point", disable=not sys.stderr.isatty()):
-        overrides = dict(base)
-        overrides.update({key: value for (key, _), value in zip(axes, point, strict=True)})
-        frame = run_loaded(load_scenario(scenario, overrides)).to_dataframe()
-        for (key, _), value in zip(axes, point, strict=True):
-            frame[key] = value
-        frames.append(frame)
-    table = pd.concat(frames, ignore_index=True)
+    table = run_sweep(scenario, axes, _overrides(sets), jobs=jobs, progress=sys.stderr.isatty())
     if csv_path is not None:
         table.to_csv(csv_path, index=False)
     if as_json:

@@ -205,3 +205,21 @@ def test_python_api_returns_a_dataframe(root: Path) -> None:
     frame = run_loaded(load_scenario(root / DEMO_SCENARIO)).to_dataframe()
     assert list(frame["name"]) == ["bandwidth", "iops"]
     assert frame["bandwidth_GBps"].iloc[0] == pytest.approx(3.2)
+
+
+def test_sweep_parallel_matches_serial(root: Path) -> None:
+    from flashsim.sweep import run_sweep
+
+    axes = [("phases.iops.streams", ["1", "4"]), ("system.stages.ssd.bandwidth", ["1 GB/s"])]
+    serial = run_sweep(root / DEMO_SCENARIO, axes, jobs=1)
+    parallel = run_sweep(root / DEMO_SCENARIO, axes, jobs=2)
+    assert serial["bandwidth_GBps"].tolist() == parallel["bandwidth_GBps"].tolist()
+    assert len(serial) == 4  # two points x two phases
+    assert serial["bandwidth_GBps"].max() == pytest.approx(1.0)
+
+
+def test_sweep_bad_key_is_a_clean_error(root: Path) -> None:
+    assert_clean_error(
+        flashsim("sweep", DEMO_SCENARIO, "--vary", "phases.iops.nosuch=1,2", cwd=root),
+        "nosuch", "unknown key",
+    )
