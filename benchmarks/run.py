@@ -78,20 +78,11 @@ def request_visit_rate(requests: int = 100_000) -> float:
 
 def build_network() -> tuple[Any, list[Any], Any, list[Any]]:
     from flashsim.engine.flows import FlowNetwork
-    from flashsim.engine.instances import full_system_instance
+    from flashsim.engine.instances import full_system_instance, load_into
 
     inst = full_system_instance()
-    env = simpy.Environment()
-    net = FlowNetwork(env)
-    res = [net.add_resource(f"r{i}", capacity_Bps=float(c)) for i, c in enumerate(inst.capacity)]
-    flows = [
-        net.start_flow(
-            1e15,
-            [(res[c], w) for c, w in path],
-            rate_cap_Bps=float(inst.level_cap[i]) if np.isfinite(inst.level_cap[i]) else None,
-        )
-        for i, path in enumerate(inst.paths)
-    ]
+    net = FlowNetwork(simpy.Environment())
+    res, flows = load_into(net, inst)
     return net, res, inst, flows
 
 

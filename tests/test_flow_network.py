@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from flashsim.engine.flows import FlowNetwork
-from flashsim.engine.instances import full_system_instance
+from flashsim.engine.instances import full_system_instance, load_into
 from flashsim.engine.maxmin import solve_maxmin
 
 
@@ -171,17 +171,8 @@ def test_same_script_gives_identical_results(script) -> None:
 
 def test_incremental_matches_full_on_a_large_instance() -> None:
     inst = full_system_instance(n_flows=6_000, n_clients=400, n_global_links=300, n_oss=40)
-    env = simpy.Environment()
-    net = FlowNetwork(env)
-    res = [net.add_resource(f"r{i}", capacity_Bps=float(c)) for i, c in enumerate(inst.capacity)]
-    flows = [
-        net.start_flow(
-            1e15,
-            [(res[c], w) for c, w in p],
-            rate_cap_Bps=None if not np.isfinite(inst.level_cap[i]) else float(inst.level_cap[i]),
-        )
-        for i, p in enumerate(inst.paths)
-    ]
+    net = FlowNetwork(simpy.Environment())
+    res, flows = load_into(net, inst)
     net.solve_now()
     rng = np.random.default_rng(3)
     for _ in range(30):

@@ -92,8 +92,8 @@ class Exponential(Distribution):
 
 
 @dataclass(frozen=True)
-class LogNormal(Distribution):
-    """Lognormal given by its own mean and standard deviation (not the log's)."""
+class _MeanStd(Distribution):
+    """A family given by its own mean and standard deviation."""
 
     mean_value: float
     std: float
@@ -103,10 +103,6 @@ class LogNormal(Distribution):
         _check_positive("std", self.std)
 
     @property
-    def _sigma2(self) -> float:
-        return math.log1p((self.std / self.mean_value) ** 2)
-
-    @property
     def mean(self) -> float:
         return self.mean_value
 
@@ -114,29 +110,19 @@ class LogNormal(Distribution):
     def variance(self) -> float:
         return self.std**2
 
+
+@dataclass(frozen=True)
+class LogNormal(_MeanStd):
+    """Lognormal given by its own mean and standard deviation (not the log's)."""
+
     def sample(self, rng: np.random.Generator, size: int) -> npt.NDArray[np.float64]:
-        s2 = self._sigma2
+        s2 = math.log1p((self.std / self.mean_value) ** 2)
         return rng.lognormal(math.log(self.mean_value) - s2 / 2.0, math.sqrt(s2), size)
 
 
 @dataclass(frozen=True)
-class Gamma(Distribution):
+class Gamma(_MeanStd):
     """Gamma given by its mean and standard deviation."""
-
-    mean_value: float
-    std: float
-
-    def __post_init__(self) -> None:
-        _check_positive("mean", self.mean_value)
-        _check_positive("std", self.std)
-
-    @property
-    def mean(self) -> float:
-        return self.mean_value
-
-    @property
-    def variance(self) -> float:
-        return self.std**2
 
     def sample(self, rng: np.random.Generator, size: int) -> npt.NDArray[np.float64]:
         shape = (self.mean_value / self.std) ** 2

@@ -19,7 +19,7 @@ proportional to the part of the system the change reaches.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,6 +144,7 @@ class FlowNetwork:
         self._timer_token = 0
         #: Counters for benchmarks and diagnostics.
         self.stats: dict[str, int] = {"full_solves": 0, "repairs": 0, "repair_flows": 0}
+        self._rate_listeners: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ resources
     def add_resource(
@@ -320,6 +321,26 @@ class FlowNetwork:
         self._schedule_solve()
         return moved
 
+    def add_rate_listener(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` after every re-solve, i.e. whenever rates may have changed.
+
+        Rates are constant between calls, so a listener can integrate a state
+        (a buffer's fill level) exactly and predict when it crosses a
+        threshold.  A listener may start, cancel or re-cap flows; those
+        changes are solved in a later call.
+        """
+        self._rate_listeners.append(callback)
+
+    def rate_now_Bps(self, flow: Flow) -> float:
+        """A flow's rate (bytes/s) as of the last solve, without solving pending changes.
+
+        For rate listeners, which must not trigger a nested solve.
+        """
+        slot = flow._slot
+        if flow._network is not self or slot < 0:
+            return 0.0
+        return float(self._priority[slot] * self._level[slot])
+
     @property
     def active_flows(self) -> int:
         """Number of flows in progress."""
@@ -437,6 +458,8 @@ class FlowNetwork:
             self._repair(new, touched)
         self._pending_full = False
         self._reschedule_completion()
+        for listener in self._rate_listeners:
+            listener()
 
     def _solve_subset(self, slots: IntArray) -> None:
         """Re-solve ``slots`` on the capacity left by all other active flows."""
@@ -482,14 +505,18 @@ class FlowNetwork:
         mark[0] = False
         return candidates[mark[self._path_con[candidates]].any(axis=1)]
 
-    def _rebuild_index(self) -> None:
-        """Index active slots by constraint (CSR); later starts go to a recent list."""
+    def _rebuild_index(self, order: IntArray | None = None) -> None:
+        """Index active slots by constraint (CSR); later starts go to a recent list.
+
+        ``order`` is the stable argsort of the active entries' constraints, if known.
+        """
         active = np.flatnonzero(self._active)
         pc = self._path_con[active]
         mask = pc > 0
         cons = pc[mask]
         slots = np.broadcast_to(active[:, None], pc.shape)[mask]
-        order = np.argsort(cons, kind="stable")
+        if order is None:
+            order = np.argsort(cons, kind="stable")
         counts = np.bincount(cons, minlength=self._n_cons)
         self._index_indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._index_slots = slots[order]
@@ -608,30 +635,34 @@ class FlowNetwork:
         self._con_max_level[:] = 0.0
         self._con_saturated[:] = False
         if active.size == 0:
+            self._rebuild_index()
             return
         cons = self._path_con[active]
         coefs = self._path_coef[active]
         mask = cons > 0
+        entry_con = cons[mask]
+        order = np.argsort(entry_con, kind="stable")
         local_flow = np.broadcast_to(np.arange(active.size)[:, None], cons.shape)[mask]
         level = solve_maxmin(
             local_flow.astype(np.int64),
-            cons[mask],
+            entry_con,
             coefs[mask],
             self._con_cap[: self._n_cons],
             self._level_cap[active],
             self._priority[active],
+            con_order=order,
         )
         self._level[active] = level
         rates = self._priority[active] * level
         self._con_load[: self._n_cons] = np.bincount(
-            cons[mask], weights=(coefs * rates[:, None])[mask], minlength=self._n_cons
+            entry_con, weights=(coefs * rates[:, None])[mask], minlength=self._n_cons
         )
         self._con_load[0] = 0.0
         np.maximum.at(
-            self._con_max_level, cons[mask], np.broadcast_to(level[:, None], cons.shape)[mask]
+            self._con_max_level, entry_con, np.broadcast_to(level[:, None], cons.shape)[mask]
         )
         self._update_saturation(np.arange(self._n_cons))
-        self._rebuild_index()
+        self._rebuild_index(order)
 
     def _reschedule_completion(self) -> None:
         self._timer_token += 1

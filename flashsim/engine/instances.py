@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from flashsim.engine.flows import Flow, FlowNetwork, Resource
 from flashsim.engine.maxmin import FloatArray, IntArray
 
 
@@ -130,3 +131,22 @@ def full_system_instance(
         for row, crow in zip(cons, coefs, strict=True)
     ]
     return FlowInstance(entry_flow, entry_con, entry_coef, capacity, level_cap, priority, paths)
+
+
+def load_into(
+    network: FlowNetwork, instance: FlowInstance, size_B: float = 1e15
+) -> tuple[list[Resource], list[Flow]]:
+    """Create the instance's resources and flows (each of ``size_B`` bytes) in ``network``."""
+    resources = [
+        network.add_resource(f"r{i}", capacity_Bps=float(c))
+        for i, c in enumerate(instance.capacity)
+    ]
+    flows = [
+        network.start_flow(
+            size_B,
+            [(resources[c], w) for c, w in path],
+            rate_cap_Bps=float(cap) if np.isfinite(cap) else None,
+        )
+        for path, cap in zip(instance.paths, instance.level_cap, strict=True)
+    ]
+    return resources, flows

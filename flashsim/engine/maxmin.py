@@ -35,6 +35,7 @@ def solve_maxmin(
     capacity: FloatArray,
     level_cap: FloatArray,
     priority: FloatArray,
+    con_order: IntArray | None = None,
 ) -> FloatArray:
     """Return the weighted max-min fair level of every flow.
 
@@ -55,6 +56,8 @@ def solve_maxmin(
         Cap on each flow's level ``rate / priority``; ``inf`` for none.
     priority : ndarray of float, shape (F,)
         Share weight of each flow (> 0); rate = priority * level.
+    con_order : ndarray of int, shape (E,), optional
+        ``argsort(entry_con, kind="stable")`` if the caller already has it.
 
     Returns
     -------
@@ -78,6 +81,9 @@ def solve_maxmin(
     ef = entry_flow
     ec = entry_con
     ew = entry_coef * priority[entry_flow]
+    # Entries ordered by constraint, sorted once and kept valid through compaction.
+    if con_order is None:
+        con_order = np.argsort(ec, kind="stable")
     while ef.size:
         # Segment starts of the flow-sorted entries.
         flow_change = np.empty(ef.size, dtype=bool)
@@ -96,7 +102,6 @@ def solve_maxmin(
 
         # Minimum over the flows of each constraint of their own minimum.
         entry_min = np.repeat(flow_min, seg_len)
-        con_order = np.argsort(ec, kind="stable")
         ec_sorted = ec[con_order]
         con_change = np.empty(ec.size, dtype=bool)
         con_change[0] = True
@@ -124,4 +129,6 @@ def solve_maxmin(
         )
         keep = ~entry_frozen
         ef, ec, ew = ef[keep], ec[keep], ew[keep]
+        new_index = np.cumsum(keep) - 1
+        con_order = new_index[con_order[keep[con_order]]]
     return level
