@@ -221,5 +221,6 @@ def test_sweep_parallel_matches_serial(root: Path) -> None:
 def test_sweep_bad_key_is_a_clean_error(root: Path) -> None:
     assert_clean_error(
         flashsim("sweep", DEMO_SCENARIO, "--vary", "phases.iops.nosuch=1,2", cwd=root),
-        "nosuch", "unknown key",
+        "nosuch",
+        "unknown key",
     )
