@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: validate test test-slow bench lint typecheck notebooks clean
+.PHONY: validate test test-slow bench lint readme clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -32,3 +32,6 @@ lint: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+readme: $(STAMP)
+	$(BIN)/python tools/update_readme_table.py
