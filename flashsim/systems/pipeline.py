@@ -15,14 +15,13 @@ service-time variability.  The same parameters drive both fidelities:
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import numpy as np
-import simpy
 from pydantic import Field, model_validator
 
 from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, OpRate, StrictModel
+from flashsim.engine.closedloop import Visit, run_closed_loop
 from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
 from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.queues import FifoQueue
@@ -156,7 +155,6 @@ class Pipeline(BuiltSystem):
 
     def _run_request(self, phase: StreamsPhase) -> PhaseResult:
         sim = self.sim
-        env = sim.env
         t = phase.transfer_size
         stages = self.model.stages
         samplers = [
@@ -167,56 +165,33 @@ class Pipeline(BuiltSystem):
             for s in stages
         ]
         plan = list(zip(self.queues, samplers, [s.latency for s in stages], strict=True))
+
+        def route(_customer: int) -> list[Visit]:
+            return [(queue, sampler.next(), latency) for queue, sampler, latency in plan]
+
         control = RunLengthControl(
             target_rel_halfwidth=phase.target_rel_halfwidth,
             min_samples=40,
             max_samples=max(40, phase.max_requests // phase.sample_interval_requests),
         )
-        completions: list[float] = []
-        stop = env.event()
-        interval = phase.sample_interval_requests
-        samples: list[float] = []
-        start = env.now
-
-        responses: list[float] = []
-
-        def worker() -> Generator[simpy.Event, Any, None]:
-            while not stop.triggered:
-                issued = env.now
-                for queue, sampler, latency in plan:
-                    yield queue.visit(sampler.next(), latency)
-                completions.append(env.now)
-                responses.append(env.now - issued)
-                if len(completions) % interval == 0:
-                    k = len(completions) // interval
-                    t0 = completions[(k - 1) * interval - 1] if k > 1 else start
-                    samples.append(interval / (env.now - t0))
-                    if control.done(samples) and not stop.triggered:
-                        stop.succeed()
-
-        for _ in range(phase.streams * phase.queue_depth):
-            env.process(worker())
-        sim.run(stop)
-        estimate = control.estimate(samples)
-        # Ratio estimator (requests over time) on the window after warm-up deletion.
-        kept = int(control.warmup_fraction * len(samples))
-        t_first = completions[kept * interval - 1] if kept else start
-        n_done = (len(samples) - kept) * interval
-        ops = n_done / (completions[len(samples) * interval - 1] - t_first)
+        start = sim.now
+        loop = run_closed_loop(
+            sim, route, phase.streams * phase.queue_depth, control, phase.sample_interval_requests
+        )
         return PhaseResult(
             name=phase.name,
             operation=phase.operation,
-            bandwidth_Bps=ops * t,
-            iops=ops,
+            bandwidth_Bps=loop.ops_per_s * t,
+            iops=loop.ops_per_s,
             ranks=phase.streams,
             transfer_size_B=t,
-            sim_time_s=env.now - start,
-            bytes_B=len(completions) * t,
-            ci_rel_halfwidth=estimate.rel_halfwidth,
+            sim_time_s=sim.now - start,
+            bytes_B=loop.requests * t,
+            ci_rel_halfwidth=loop.rel_halfwidth,
             extra={
-                "requests": len(completions),
-                "mean_response_s": float(np.mean(responses[len(responses) // 10 :])),
-                "p99_response_s": float(np.percentile(responses[len(responses) // 10 :], 99)),
+                "requests": loop.requests,
+                "mean_response_s": float(loop.responses_s.mean()),
+                "p99_response_s": float(np.percentile(loop.responses_s, 99)),
             },
         )
 
