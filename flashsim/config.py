@@ -206,13 +206,20 @@ def _model_in(annotation: Any) -> Any:
     return None
 
 
-def validate(model: type[M], data: Mapping[str, Any], path: str | Path) -> M:
+def validate(
+    model: type[M],
+    data: Mapping[str, Any],
+    path: str | Path,
+    context: Mapping[str, Any] | None = None,
+) -> M:
     """Validate ``data`` against ``model``; raise one :class:`ConfigError` on failure.
 
     The message names the first problem; further problems are counted.
+    ``context`` is passed to pydantic validators (e.g. ``{"model_dir": Path}``
+    so that a model file can name other files relative to itself).
     """
     try:
-        return model.model_validate(data)
+        return model.model_validate(data, context=dict(context) if context else None)
     except ValidationError as exc:
         errors = exc.errors()
         first = _describe_error(errors[0], model, data)

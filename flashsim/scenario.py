@@ -85,7 +85,7 @@ def load_system_model(path: str | Path, overrides: Mapping[str, str] = {}) -> Lo
             str(p), "kind", kind_name, f"expected one of {', '.join(sorted(SYSTEM_KINDS))}"
         )
     kind = system_kind(str(kind_name))
-    model = validate(kind.model_type, data, p)
+    model = validate(kind.model_type, data, p, context={"model_dir": p.resolve().parent})
     try:
         kind.check(model)
     except ValueError as exc:

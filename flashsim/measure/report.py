@@ -27,40 +27,148 @@ def format_run_text(result: RunResult) -> str:
             f"{format_quantity(p.transfer_size_B, 'bytes', 3):>10} {p.bandwidth_Bps / 1e9:>10.3f} "
             f"{p.bandwidth_Bps / MIB:>11.1f} {p.iops:>12.1f} {p.sim_time_s:>9.3f} {ci:>7}"
         )
+    ior = format_run_ior_text(result)
+    if ior:
+        lines.extend(["", ior])
     return "\n".join(lines)
 
 
-def format_run_ior_json(result: RunResult) -> dict[str, Any]:
-    """Results in the layout of IOR's ``-O summaryFormat=JSON`` output.
+def _is_ior(phase: Any) -> bool:
+    """Whether a phase result came from an IOR-like workload (it carries repetitions)."""
+    return "repetitions" in phase.extra
 
-    Each phase is one IOR test with one repetition; ``summary`` carries the
-    fields IOR parsers read (``bwMaxMIB``, ``bwMinMIB``, ``bwMeanMIB``,
-    ``OPsMean`` ...).  Systems whose phases carry per-repetition results in
-    ``extra["repetitions"]`` (a list of ``{"bandwidth_Bps", "iops", "time_s"}``)
-    get one ``Results`` entry per repetition.
+
+def _reps(p: Any) -> list[dict[str, float]]:
+    reps: list[dict[str, float]] = p.extra.get("repetitions") or [
+        {"bandwidth_Bps": p.bandwidth_Bps, "iops": p.iops, "time_s": p.sim_time_s}
+    ]
+    return reps
+
+
+def _stats(values: list[float]) -> tuple[float, float, float, float]:
+    """Max, min, mean and population standard deviation, as IOR computes them."""
+    n = len(values)
+    mean = sum(values) / n
+    sd = (sum((v - mean) ** 2 for v in values) / n) ** 0.5
+    return max(values), min(values), mean, sd
+
+
+def _ior_params(p: Any, test_id: int) -> dict[str, Any]:
+    """IOR's ``Parameters`` section for one phase (the keys IOR 3.3 prints)."""
+    ex = p.extra
+    block = float(ex.get("block_size_B", p.bytes_B / max(p.ranks, 1)))
+    write = p.operation == "write"
+    return {
+        "testID": test_id,
+        "refnum": test_id,
+        "api": "POSIX",
+        "platform": "flashsim",
+        "testFileName": p.name,
+        "deadlineForStonewall": round(float(ex.get("stonewall_s", 0.0))),
+        "stoneWallingWearOut": int(bool(ex.get("wear_out", False))),
+        "maxTimeDuration": 0,
+        "outlierThreshold": 0,
+        "options": "",
+        "nodes": int(ex.get("nodes", 1)),
+        "memoryPerTask": 0,
+        "memoryPerNode": 0,
+        "tasksPerNode": int(ex.get("tasks_per_node", p.ranks)),
+        "repetitions": len(_reps(p)),
+        "multiFile": 0,
+        "interTestDelay": 0,
+        "fsync": int(bool(ex.get("fsync", False))),
+        "fsyncperwrite": 0,
+        "useExistingTestFile": 0,
+        "uniqueDir": 0,
+        "singleXferAttempt": 0,
+        "readFile": int(not write),
+        "writeFile": int(write),
+        "filePerProc": int(bool(ex.get("file_per_process", True))),
+        "reorderTasks": int(bool(ex.get("reorder_tasks", False))),
+        "reorderTasksRandom": 0,
+        "reorderTasksRandomSeed": 0,
+        "randomOffset": int(ex.get("access", "sequential") == "random"),
+        "checkWrite": 0,
+        "checkRead": 0,
+        "preallocate": 0,
+        "useFileView": 0,
+        "setAlignment": 1,
+        "storeFileOffset": 0,
+        "useSharedFilePointer": 0,
+        "useO_DIRECT": int(bool(ex.get("direct_io", False))),
+        "useStridedDatatype": 0,
+        "keepFile": 1,
+        "keepFileWithError": 1,
+        "quitOnError": 0,
+        "verbose": 0,
+        "data packet type": "g",
+        "setTimeStampSignature/incompressibleSeed": 0,
+        "collective": 0,
+        "segmentCount": int(ex.get("segments", 1)),
+        "transferSize": int(p.transfer_size_B),
+        "blockSize": int(block),
+    }
+
+
+def format_run_ior_json(result: RunResult) -> dict[str, Any]:
+    """Results in the layout of IOR 3.3's ``-O summaryFormat=JSON`` output.
+
+    ``tests[]`` holds one test per phase with its ``Parameters``, ``Options``
+    and ``Results`` (one list per repetition, each holding that repetition's
+    access record: ``bwMiB``, ``blockKiB``, ``xferKiB``, ``iops``,
+    ``openTime``, ``wrRdTime``, ``closeTime``, ``totalTime``); ``summary[]``
+    holds one record per test with IOR's statistics over repetitions
+    (``bwMaxMIB``, ``bwMinMIB``, ``bwMeanMIB``, ``bwStdMIB``, ``OPsMax``,
+    ``OPsMin``, ``OPsMean``, ``OPsSD``, ``MeanTime``, ``xsizeMiB`` ...), with
+    population standard deviations as IOR computes them.  Per-repetition
+    results come from ``extra["repetitions"]`` (a list of ``{"bandwidth_Bps",
+    "iops", "time_s"}``); phases without it count as one repetition.  Open and
+    close are not simulated, so their times are 0.
     """
     tests = []
     summary = []
     for test_id, p in enumerate(result.phases):
-        reps = p.extra.get("repetitions") or [
-            {"bandwidth_Bps": p.bandwidth_Bps, "iops": p.iops, "time_s": p.sim_time_s}
-        ]
+        reps = _reps(p)
+        params = _ior_params(p, test_id)
         bws = [r["bandwidth_Bps"] / MIB for r in reps]
         ops = [r["iops"] for r in reps]
         times = [r["time_s"] for r in reps]
-        block = float(p.extra.get("block_size_B", p.bytes_B / max(p.ranks, 1)))
+        block = float(params["blockSize"])
+        ex = p.extra
+        options: dict[str, Any] = {
+            "api": "POSIX",
+            "apiVersion": "",
+            "test filename": p.name,
+            "access": "file-per-process" if params["filePerProc"] else "single-shared-file",
+            "type": "independent",
+            "segments": params["segmentCount"],
+            "ordering in a file": "random" if params["randomOffset"] else "sequential",
+            "ordering inter file": "constant task offset"
+            if params["reorderTasks"]
+            else "no tasks offsets",
+        }
+        if params["reorderTasks"]:
+            options["task offset"] = int(ex.get("task_per_node_offset", 1))
+        options.update(
+            {
+                "nodes": params["nodes"],
+                "tasks": p.ranks,
+                "clients per node": params["tasksPerNode"],
+                "repetitions": len(reps),
+                "xfersize": _binary(p.transfer_size_B),
+                "blocksize": _binary(block),
+                "aggregate filesize": _binary(block * p.ranks * params["segmentCount"]),
+            }
+        )
+        if params["deadlineForStonewall"]:
+            options["stonewallingTime"] = params["deadlineForStonewall"]
+            options["stoneWallingWearOut"] = params["stoneWallingWearOut"]
         tests.append(
             {
                 "TestID": test_id,
-                "Parameters": {
-                    "testID": test_id,
-                    "api": "POSIX",
-                    "blockSize": block,
-                    "transferSize": p.transfer_size_B,
-                    "numTasks": p.ranks,
-                    "repetitions": len(reps),
-                    "filePerProc": int(bool(p.extra.get("file_per_process", True))),
-                },
+                "StartTime": "",
+                "Parameters": params,
+                "Options": options,
                 "Results": [
                     [
                         {
@@ -69,46 +177,147 @@ def format_run_ior_json(result: RunResult) -> dict[str, Any]:
                             "blockKiB": block / 1024,
                             "xferKiB": p.transfer_size_B / 1024,
                             "iops": op,
+                            "latency": t / max(1.0, bw * MIB * t / p.transfer_size_B / p.ranks)
+                            if bw > 0
+                            else 0.0,
+                            "openTime": 0.0,
+                            "wrRdTime": t,
+                            "closeTime": 0.0,
                             "totalTime": t,
                         }
                     ]
                     for bw, op, t in zip(bws, ops, times, strict=True)
                 ],
+                "Finished": "",
             }
         )
-        n = len(bws)
-        mean_bw = sum(bws) / n
-        mean_ops = sum(ops) / n
+        bw_max, bw_min, bw_mean, bw_sd = _stats(bws)
+        op_max, op_min, op_mean, op_sd = _stats(ops)
+        first_B = float(reps[0].get("bytes_B", p.bytes_B / len(reps)))
         summary.append(
             {
                 "operation": p.operation,
                 "API": "POSIX",
                 "TestID": test_id,
                 "ReferenceNumber": test_id,
-                "segmentCount": int(p.extra.get("segments", 1)),
-                "blockSize": block,
-                "transferSize": p.transfer_size_B,
+                "segmentCount": params["segmentCount"],
+                "blockSize": params["blockSize"],
+                "transferSize": params["transferSize"],
                 "numTasks": p.ranks,
-                "repetitions": n,
-                "filePerProc": int(bool(p.extra.get("file_per_process", True))),
-                "bwMaxMIB": max(bws),
-                "bwMinMIB": min(bws),
-                "bwMeanMIB": mean_bw,
-                "bwStdMIB": (sum((b - mean_bw) ** 2 for b in bws) / n) ** 0.5,
-                "OPsMax": max(ops),
-                "OPsMin": min(ops),
-                "OPsMean": mean_ops,
-                "OPsSD": (sum((o - mean_ops) ** 2 for o in ops) / n) ** 0.5,
-                "MeanTime": sum(times) / n,
-                "xsizeMiB": p.bytes_B / MIB,
+                "tasksPerNode": params["tasksPerNode"],
+                "repetitions": len(reps),
+                "filePerProc": params["filePerProc"],
+                "reorderTasks": params["reorderTasks"],
+                "taskPerNodeOffset": int(ex.get("task_per_node_offset", 1)),
+                "reorderTasksRandom": 0,
+                "reorderTasksRandomSeed": 0,
+                "bwMaxMIB": bw_max,
+                "bwMinMIB": bw_min,
+                "bwMeanMIB": bw_mean,
+                "bwStdMIB": bw_sd,
+                "OPsMax": op_max,
+                "OPsMin": op_min,
+                "OPsMean": op_mean,
+                "OPsSD": op_sd,
+                "MeanTime": sum(times) / len(times),
+                "xsizeMiB": first_B / MIB,
             }
         )
     return {
-        "Version": "flashsim",
+        "Version": "3.3.0 (flashsim)",
+        "Began": "",
         "Command line": f"flashsim run {result.scenario}",
+        "Machine": f"flashsim {result.system} ({result.fidelity} fidelity, seed {result.seed})",
         "tests": tests,
         "summary": summary,
+        "Finished": "",
     }
+
+
+def _binary(size_B: float) -> str:
+    """A size in binary units as IOR's ``HumanReadable`` prints it (``64 MiB``)."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if size_B >= scale:
+            return f"{size_B / scale:.2f} {unit}"
+    return f"{size_B:.0f} bytes"
+
+
+def _pp(number: float) -> str:
+    """IOR's ``PPDouble``: width 10, 6 decimals below 1, 2 below 3600, else 0."""
+    if number < 0:
+        return "   -      "
+    precision = 6 if number < 1 else (2 if number < 3600 else 0)
+    return f"{number:<10.{precision}f}"
+
+
+def format_run_ior_text(result: RunResult) -> str:
+    """IOR-style text for the IOR phases of a run (empty when there are none).
+
+    Per test: the ``access bw(MiB/s) block(KiB) xfer(KiB) open(s) wr/rd(s)
+    close(s) total(s) iter`` rows of each repetition, then IOR's ``Summary of
+    all tests`` table (Max/Min/Mean/StdDev of MiB/s and OPs over repetitions).
+    """
+    ior = [(i, p) for i, p in enumerate(result.phases) if _is_ior(p)]
+    if not ior:
+        return ""
+    lines = ["IOR-3.3.0: MPI Coordinated Test of Parallel I/O (simulated by flashsim)", ""]
+    for test_id, p in ior:
+        params = _ior_params(p, test_id)
+        lines.append(f"Test {test_id}: {p.name}")
+        lines.append(
+            f"  tasks {p.ranks} ({params['tasksPerNode']} per node), "
+            f"{'file-per-process' if params['filePerProc'] else 'single-shared-file'}, "
+            f"{'random' if params['randomOffset'] else 'sequential'} offsets, "
+            f"xfersize {_binary(p.transfer_size_B)}, "
+            f"blocksize {_binary(float(params['blockSize']))}"
+            + (
+                f", stonewall {params['deadlineForStonewall']} s"
+                + (" with wear-out" if params["stoneWallingWearOut"] else "")
+                if params["deadlineForStonewall"]
+                else ""
+            )
+        )
+        lines.append("")
+        lines.append(
+            "access    bw(MiB/s)  block(KiB) xfer(KiB)  open(s)    wr/rd(s)   close(s)   "
+            "total(s)   iter"
+        )
+        lines.append(
+            "------    ---------  ---------- ---------  --------   --------   --------   "
+            "--------   ----"
+        )
+        for it, rep in enumerate(_reps(p)):
+            t = rep["time_s"]
+            lines.append(
+                f"{p.operation:<10}{_pp(rep['bandwidth_Bps'] / MIB)} "
+                f"{_pp(float(params['blockSize']) / 1024)} {_pp(p.transfer_size_B / 1024)} "
+                f"{_pp(0.0)} {_pp(t)} {_pp(0.0)} {_pp(t)} {it:<4d}"
+            )
+        lines.append("")
+    lines.append("Summary of all tests:")
+    lines.append(
+        f"{'Operation':<9} {'Max(MiB)':>10} {'Min(MiB)':>10} {'Mean(MiB)':>10} {'StdDev':>10} "
+        f"{'Max(OPs)':>10} {'Min(OPs)':>10} {'Mean(OPs)':>10} {'StdDev':>10} {'Mean(s)':>10}"
+        " Test# #Tasks tPN reps fPP reord reordoff reordrand seed segcnt "
+        f"{'blksiz':>8} {'xsize':>8} {'aggs(MiB)':>9} {'API':>5} RefNum"
+    )
+    for test_id, p in ior:
+        params = _ior_params(p, test_id)
+        reps = _reps(p)
+        bw = _stats([r["bandwidth_Bps"] / MIB for r in reps])
+        ops = _stats([r["iops"] for r in reps])
+        mean_t = sum(r["time_s"] for r in reps) / len(reps)
+        agg = float(reps[0].get("bytes_B", p.bytes_B / len(reps))) / MIB
+        lines.append(
+            f"{p.operation:<9} {bw[0]:10.2f} {bw[1]:10.2f} {bw[2]:10.2f} {bw[3]:10.2f} "
+            f"{ops[0]:10.2f} {ops[1]:10.2f} {ops[2]:10.2f} {ops[3]:10.2f} {mean_t:10.5f} "
+            f"{test_id:5d} {p.ranks:6d} {params['tasksPerNode']:3d} {len(reps):4d} "
+            f"{params['filePerProc']:3d} {params['reorderTasks']:5d} "
+            f"{int(p.extra.get('task_per_node_offset', 1)):8d} {0:9d} {0:4d} "
+            f"{params['segmentCount']:6d} {params['blockSize']:8d} {params['transferSize']:8d} "
+            f"{agg:9.1f} {'POSIX':>5} {test_id:6d}"
+        )
+    return "\n".join(lines)
 
 
 def _fmt(value: float | None, dimension: str) -> str:

@@ -15,6 +15,8 @@ from flashsim.systems.base import SystemKind
 SYSTEM_KINDS = MappingProxyType(
     {
         "pipeline": "flashsim.systems.pipeline:PipelineKind",
+        "lustre": "flashsim.systems.lustre:LustreKind",
+        "vast": "flashsim.systems.vast:VastKind",
     }
 )
 

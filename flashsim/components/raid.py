@@ -1,0 +1,148 @@
+"""RAID layouts: what one user operation costs the drives.
+
+* ``raid6`` (declustered, GridRAID-like): stripes of ``data`` + ``parity``
+  chunks of ``chunk`` bytes spread evenly over all drives of the array, with
+  ``spares`` drives' worth of distributed spare space.  A full-stripe write
+  puts ``(data + parity) / data`` bytes on the drives per user byte; a
+  sub-stripe write reads and rewrites every chunk it touches plus all parity
+  chunks (read-modify-write), or, when cheaper, reads the untouched chunks and
+  writes the touched ones and the parity (reconstruct-write).  Reads cost the
+  user bytes only (parity is not checked on reads).
+* ``raid10``: ``mirrors`` copies; writes cost ``mirrors`` times the bytes.
+* ``none``: striping without protection.
+
+Declustering spreads every stripe's load over all ``drives`` drives, so each
+drive sees ``1 / drives`` of the operations.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from flashsim.config import Bytes, StrictModel
+
+OpKind = Literal["read", "write"]
+
+
+@dataclass(frozen=True)
+class DriveOp:
+    """Drive operations one user operation causes.
+
+    Attributes
+    ----------
+    op : {"read", "write"}
+    size_B : float
+        Bytes per drive operation.
+    count : float
+        Drive operations per user operation (may be fractional for averages).
+    """
+
+    op: OpKind
+    size_B: float
+    count: float
+
+
+class RaidSpec(StrictModel):
+    """A RAID layout of a target (OST or MDT).
+
+    Attributes
+    ----------
+    level : {"raid6", "raid10", "none"}
+    data : int
+        Data chunks per stripe (raid6), or stripe width (none).
+    parity : int
+        Parity chunks per stripe (raid6).
+    spares : int
+        Distributed spare drives' worth of space.
+    mirrors : int
+        Copies (raid10).
+    chunk : float
+        Bytes per chunk (the RAID block).
+    declustered : bool
+        Stripes rotate over all drives (GridRAID) rather than fixed groups.
+    """
+
+    level: Literal["raid6", "raid10", "none"]
+    data: Annotated[int, Field(ge=1)] = 8
+    parity: Annotated[int, Field(ge=0)] = 2
+    spares: Annotated[int, Field(ge=0)] = 0
+    mirrors: Annotated[int, Field(ge=1)] = 2
+    chunk: Bytes = "128 KiB"
+    declustered: bool = True
+
+    @property
+    def stripe_drives(self) -> int:
+        """Drives one stripe touches."""
+        if self.level == "raid6":
+            return self.data + self.parity
+        if self.level == "raid10":
+            return self.mirrors
+        return self.data
+
+    def min_drives(self) -> int:
+        """Fewest drives the layout needs (a stripe plus its spares)."""
+        return self.stripe_drives + self.spares
+
+    @property
+    def stripe_data_B(self) -> float:
+        """User bytes in a full stripe."""
+        if self.level == "raid10":
+            return float(self.chunk)
+        return float(self.data * self.chunk)
+
+    def usable_fraction(self, drives: int) -> float:
+        """User capacity over raw capacity of ``drives`` drives."""
+        if self.level == "raid6":
+            return (drives - self.spares) / drives * self.data / (self.data + self.parity)
+        if self.level == "raid10":
+            return (drives - self.spares) / drives / self.mirrors
+        return 1.0
+
+    def full_stripe_write_weight(self) -> float:
+        """Drive bytes per user byte of large (full-stripe) writes."""
+        if self.level == "raid6":
+            return (self.data + self.parity) / self.data
+        if self.level == "raid10":
+            return float(self.mirrors)
+        return 1.0
+
+    def write_ops(self, size_B: float, aligned_full: bool = False) -> list[DriveOp]:
+        """Drive operations for one user write of ``size_B`` bytes.
+
+        Parameters
+        ----------
+        size_B : float
+            User bytes written.
+        aligned_full : bool
+            The write covers whole stripes (a large streaming write); then it
+            pays only the parity bandwidth.
+        """
+        if self.level == "none":
+            return [DriveOp("write", min(size_B, self.chunk), math.ceil(size_B / self.chunk))]
+        if self.level == "raid10":
+            pieces = math.ceil(size_B / self.chunk)
+            return [DriveOp("write", min(size_B, self.chunk), self.mirrors * pieces)]
+        stripe = self.stripe_data_B
+        if aligned_full or size_B >= stripe:
+            stripes = size_B / stripe
+            return [DriveOp("write", self.chunk, stripes * (self.data + self.parity))]
+        touched = math.ceil(size_B / self.chunk)
+        rmw = 2 * (touched + self.parity)  # read + write touched and parity chunks
+        reconstruct = (self.data - touched) + touched + self.parity
+        reads = touched + self.parity if rmw <= reconstruct else self.data - touched
+        writes = touched + self.parity
+        return [DriveOp("read", self.chunk, reads), DriveOp("write", self.chunk, writes)]
+
+    def read_ops(self, size_B: float) -> list[DriveOp]:
+        """Drive operations for one user read of ``size_B`` bytes (no parity reads)."""
+        if size_B <= self.chunk:
+            return [DriveOp("read", size_B, 1.0)]
+        return [DriveOp("read", self.chunk, size_B / self.chunk)]
+
+    def is_sub_stripe(self, size_B: float) -> bool:
+        """Whether a write of ``size_B`` bytes needs read-modify-write."""
+        return self.level == "raid6" and size_B < self.stripe_data_B

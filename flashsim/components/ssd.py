@@ -1,0 +1,134 @@
+"""NVMe SSDs: bandwidth, IOPS, latency, internal parallelism and wear state.
+
+Service model (both fidelities), two stages:
+
+* command stage: ``parallelism`` internal units (flash channels/dies the
+  controller drives concurrently); a command holds one unit for
+  ``parallelism / iops`` seconds, so the units saturate at the datasheet's
+  random IOPS;
+* data stage: one data path that moves ``s`` bytes in ``s / bw`` seconds, so
+  it saturates at the datasheet's sequential bandwidth.
+
+The drive therefore saturates at ``min(iops, bw / s)`` operations/s.  A pure
+access latency that holds nothing tops the zero-load latency up to the
+datasheet value, which gives the queue-depth behaviour: at queue depth ``q``
+the drive delivers about ``q / latency`` operations/s until a stage saturates.
+
+State: bytes written and the valid fraction of the flash, with hooks for the
+garbage-collection model of a later issue; the current write-amplification
+factor scales write service times (1.0 for a fresh drive).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, OpRate, StrictModel, UnitFraction
+
+OpKind = Literal["read", "write"]
+
+
+class SsdSpec(StrictModel):
+    """Datasheet of an SSD model (a ``kind = "ssd"`` drive file).
+
+    Attributes
+    ----------
+    kind : "ssd"
+    name : str
+        Model name.
+    capacity : float
+        User capacity in bytes.
+    read_bandwidth, write_bandwidth : float
+        Sequential bandwidth in bytes/s.
+    read_iops, write_iops : float
+        Random 4 KiB operations/s at high queue depth.
+    read_latency, write_latency : float
+        Zero-load latency (s) of a 4 KiB access.
+    parallelism : int
+        Internal units served concurrently (>= 1).
+    overprovisioning : float
+        Spare flash as a fraction of user capacity (for the aging model).
+    """
+
+    kind: Literal["ssd"]
+    name: str
+    description: str = ""
+    capacity: Bytes
+    read_bandwidth: Bandwidth
+    write_bandwidth: Bandwidth
+    read_iops: OpRate
+    write_iops: OpRate
+    read_latency: NonNegativeSeconds = "0 s"
+    write_latency: NonNegativeSeconds = "0 s"
+    parallelism: Annotated[int, Field(ge=1)] = 32
+    overprovisioning: UnitFraction = 0.07
+    service_cv: Annotated[float, Field(ge=0.0)] = 0.0
+
+    @property
+    def servers(self) -> int:
+        """Units a request-fidelity queue models."""
+        return self.parallelism
+
+    def bandwidth_Bps(self, op: OpKind) -> float:
+        """Sequential bytes/s for ``op``."""
+        return float(self.read_bandwidth if op == "read" else self.write_bandwidth)
+
+    def iops(self, op: OpKind) -> float:
+        """Random operations/s for ``op``."""
+        return float(self.read_iops if op == "read" else self.write_iops)
+
+    def cmd_s(self, op: OpKind, size_B: float) -> float:
+        """Time (s) one internal unit is held per command: ``parallelism / iops``."""
+        return self.parallelism / self.iops(op)
+
+    def xfer_s(self, op: OpKind, size_B: float) -> float:
+        """Time (s) the drive's data path is held moving ``size_B`` bytes: ``size / bw``."""
+        return size_B / self.bandwidth_Bps(op)
+
+    def delay_s(self, op: OpKind, size_B: float) -> float:
+        """Latency (s) holding nothing that tops the zero-load latency up to the datasheet's."""
+        latency = self.read_latency if op == "read" else self.write_latency
+        return float(max(0.0, latency - self.cmd_s(op, size_B) - self.xfer_s(op, size_B)))
+
+    def random_iops_ceiling(self, op: OpKind, size_B: float) -> float:
+        """Saturated operations/s for ``size_B``-byte operations: ``min(iops, bw / size)``."""
+        return min(self.iops(op), self.bandwidth_Bps(op) / size_B)
+
+
+@dataclass
+class SsdState:
+    """Wear state of one drive; the aging model of a later issue updates it.
+
+    Attributes
+    ----------
+    bytes_written_B : float
+        Host bytes written so far.
+    valid_fraction : float
+        Fraction of the flash holding valid data (drives garbage collection).
+    write_amplification : float
+        Current flash bytes per host byte (1.0 while fresh).
+    flow_bytes_B : float
+        Bytes already accounted from flow-fidelity counters.
+    """
+
+    capacity_B: float
+    bytes_written_B: float = 0.0
+    valid_fraction: float = 0.0
+    write_amplification: float = 1.0
+    flow_bytes_B: float = 0.0
+
+    def record_write(self, size_B: float) -> None:
+        """Account ``size_B`` host bytes written (hook for the aging model)."""
+        self.bytes_written_B += size_B
+        self.valid_fraction = min(1.0, self.valid_fraction + size_B / self.capacity_B)
+
+    def trim(self, size_B: float) -> None:
+        """Account ``size_B`` bytes discarded by TRIM."""
+        self.valid_fraction = max(0.0, self.valid_fraction - size_B / self.capacity_B)
+
+    def write_time_scale(self) -> float:
+        """Factor on write service times from the current write amplification."""
+        return self.write_amplification

@@ -1,0 +1,374 @@
+"""A VAST-like SCM/QLC tier: a replicated SCM write buffer that migrates stripes to QLC.
+
+Write path (seed 002 Sec. II; slides 004 "VAST write path in a nutshell"):
+
+1. a client write lands on any CNode (no locality);
+2. the CNode replicates it synchronously to ``scm_copies`` (2) SCM drives and
+   appends it to a multi-GB stripe;
+3. asynchronously, full stripes are compressed (by the data's entropy),
+   erasure-coded ``ec_data + ec_parity`` and migrated to QLC by the CNodes
+   (a stripe compressed to ``c`` keeps the strip size and shrinks to
+   ``ceil(c * ec_data)`` data strips plus ``ec_parity``).
+
+In flow fidelity the SCM space reserved for incoming writes is a
+:class:`~flashsim.components.fluid.FluidBuffer`: ingest flows cross its gate
+and the SCM drives (``scm_copies`` writes per user byte); the migration is its
+drain flow (one SCM read per user byte, ``c * w / (w - m)`` QLC writes, ``c``
+the compressed fraction, ``w`` the stripe width and ``m`` its parity strips).
+Migration starts when the buffer holds ``migrate_above`` of its capacity and
+then follows the ingest (the newest data stays in SCM); a full buffer
+back-pressures writers to the migration rate.
+
+Every byte of every object (file) has a location that changes with time: in
+the SCM buffer (in arrival order), or in QLC stripes whose drives depend on
+the compressed width.  Reads are served from where the data lives now
+(:meth:`ScmQlcTier.read_weights`).  An incompressible stripe spans all
+``ec_data + ec_parity`` drives of its stripe; a stripe compressed to ``c``
+spans ``ceil(c * ec_data) + ec_parity`` drives.
+
+Drive resources carry their read bandwidth as capacity; a written byte costs
+``read_bw / write_bw`` of it (the drive is time-shared between reads and
+writes), divided by ``scm_write_efficiency`` on SCM.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import Field
+
+from flashsim.components.fluid import BufferCheck, DrainPath, FluidBuffer, Pieces
+from flashsim.config import Bytes, StrictModel, UnitFraction
+from flashsim.engine.flows import Resource
+from flashsim.engine.simulation import Simulation
+
+FloatArray = npt.NDArray[np.float64]
+
+
+class TierSpec(StrictModel):
+    """Parameters of the SCM/QLC tier (the ``[tier]`` table of a model file).
+
+    Attributes
+    ----------
+    write_buffer : float
+        SCM space reserved for incoming writes, in user bytes.
+    migrate_above : float
+        Fraction of ``write_buffer`` at which migration to QLC starts and is held.
+    scm_copies : int
+        Synchronous replicas of each incoming write on SCM.
+    stripe_size : float
+        Logical bytes per stripe (bytes).
+    ec_data, ec_parity : int
+        Erasure-code geometry of a QLC stripe (data and parity strips).
+    placement : {"rotate", "packed"}
+        Where successive QLC stripes start: after the previous one, or always
+        on the first drive (narrow stripes then share a few drives).
+    min_compressed_fraction : float
+        Smallest compressed size over logical size any data reaches.
+    scm_write_efficiency : float
+        Fraction of the SCM datasheet write bandwidth the write path sustains.
+    scm_read_efficiency : float
+        Fraction of the SCM datasheet read bandwidth that client reads of
+        buffered data get through the CNode / NVMe-oF read path (a read of
+        SCM data costs ``1 / scm_read_efficiency`` of drive time per byte).
+    read_chunk : float
+        Logical bytes compressed together (bytes): a read of QLC data fetches
+        whole compressed chunks, one drive operation of ``c * read_chunk``
+        physical bytes each, so highly compressible data costs a drive
+        operation per few physical bytes.
+    """
+
+    write_buffer: Bytes
+    migrate_above: UnitFraction = 0.9
+    scm_copies: Annotated[int, Field(ge=1)] = 2
+    stripe_size: Bytes = 4e9
+    ec_data: Annotated[int, Field(ge=1)] = 36
+    ec_parity: Annotated[int, Field(ge=0)] = 4
+    placement: Literal["rotate", "packed"] = "rotate"
+    min_compressed_fraction: Annotated[float, Field(gt=0.0, le=1.0)] = 0.05
+    scm_write_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    scm_read_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    read_chunk: Bytes = "32 KiB"
+
+
+def compressed_fraction(entropy_bits_per_byte: float, floor: float) -> float:
+    """Compressed size over logical size for data of the given entropy.
+
+    An ideal entropy coder stores ``H`` bits per byte, so the fraction is
+    ``H / 8``, never below ``floor`` (container and index overheads).
+
+    Parameters
+    ----------
+    entropy_bits_per_byte : float
+        Shannon entropy of the data in bits per byte (0..8; 8 is random data).
+    floor : float
+        Smallest fraction (0 < floor <= 1).
+    """
+    if not 0.0 <= entropy_bits_per_byte <= 8.0:
+        raise ValueError(f"entropy_bits_per_byte(={entropy_bits_per_byte}) must be in [0, 8]")
+    return float(min(1.0, max(floor, entropy_bits_per_byte / 8.0)))
+
+
+@dataclass
+class QlcLocation:
+    """Where an object's migrated bytes live.
+
+    Attributes
+    ----------
+    logical_B : float
+        Logical (user) bytes of the object on QLC.
+    phys_read_B : numpy.ndarray
+        Physical bytes per QLC drive that reading all of them touches.
+    """
+
+    logical_B: float
+    phys_read_B: FloatArray
+
+
+@dataclass
+class TierCheck:
+    """Totals of :meth:`ScmQlcTier.check` (bytes, logical)."""
+
+    ingested_B: float
+    scm_B: float
+    migrated_B: float
+    qlc_objects_B: float
+    buffer: BufferCheck = field(repr=False)
+
+
+class ScmQlcTier:
+    """The SCM write buffer, its migration to QLC and the location of every byte.
+
+    Parameters
+    ----------
+    sim : Simulation
+        Owns the flow network.
+    name : str
+        Dotted component name.
+    spec : TierSpec
+        Tier parameters.
+    scm : sequence of Resource
+        SCM drives (capacity: read bandwidth in bytes/s).
+    qlc : sequence of Resource
+        QLC drives (capacity: read bandwidth in bytes/s).
+    scm_write_cost : float
+        Drive capacity consumed per byte written to SCM (read_bw / write_bw),
+        before ``scm_write_efficiency``.
+    qlc_write_cost : float
+        Drive capacity consumed per byte written to QLC (read_bw / write_bw).
+    migration_extra : callable, optional
+        ``migration_extra(c)``: further resources a migrated user byte crosses
+        (CNode CPU, fabric) when it compresses to ``c``.
+    entropy_of : callable, optional
+        ``entropy_of(obj)``: the entropy in bits per byte of an object's data
+        (default 8, incompressible).
+    migration_priority : float
+        Share weight of the migration flow where it meets writers (SCM
+        drives, fabric): the CNodes give migration precedence so that it can
+        keep pace with the ingest (it is capped at the ingest rate while the
+        buffer sits at its watermark).
+    qlc_ops : sequence of Resource, optional
+        One per QLC drive: its read-operation capacity expressed as chunk
+        bytes per second (read IOPS x ``read_chunk``); a logical byte read
+        from an object compressed to ``c`` costs ``w / c`` of it on a drive
+        holding ``w`` physical bytes per logical byte.  This is what makes
+        compressible data, packed into few drives, read slower.
+    """
+
+    def __init__(
+        self,
+        sim: Simulation,
+        name: str,
+        spec: TierSpec,
+        scm: Sequence[Resource],
+        qlc: Sequence[Resource],
+        scm_write_cost: float,
+        qlc_write_cost: float,
+        migration_extra: Callable[[float], list[tuple[Resource, float]]] | None = None,
+        entropy_of: Callable[[str], float] | None = None,
+        migration_priority: float = 1000.0,
+        qlc_ops: Sequence[Resource] | None = None,
+    ) -> None:
+        if not scm or not qlc:
+            raise ValueError(f"{name}: needs at least one SCM and one QLC drive")
+        if spec.ec_data + spec.ec_parity > len(qlc):
+            raise ValueError(
+                f"{name}: ec_data + ec_parity (={spec.ec_data + spec.ec_parity}) "
+                f"exceeds the {len(qlc)} QLC drives"
+            )
+        self.sim = sim
+        self.name = name
+        self.spec = spec
+        self.scm = list(scm)
+        self.qlc = list(qlc)
+        self.qlc_ops = list(qlc_ops) if qlc_ops is not None else []
+        if self.qlc_ops and len(self.qlc_ops) != len(self.qlc):
+            raise ValueError(f"{name}: qlc_ops needs one resource per QLC drive")
+        self.scm_write_cost = scm_write_cost / spec.scm_write_efficiency
+        self.qlc_write_cost = qlc_write_cost
+        self._migration_extra = migration_extra or (lambda _c: [])
+        self._entropy_of = entropy_of or (lambda _obj: 8.0)
+        self.qlc_objects: dict[str, QlcLocation] = {}
+        self.migrated_B = 0.0
+        self.qlc_phys_written_B = np.zeros(len(self.qlc))
+        self._stripe_fill_B = 0.0
+        self._stripe_start = 0
+        self._stripe_c = 1.0
+        self._stripe_drives: npt.NDArray[np.int64] = np.arange(
+            spec.ec_data + spec.ec_parity, dtype=np.int64
+        )
+        self._stripes = 0
+        #: Drive sets of completed and open stripes: (first drive, width, compressed fraction).
+        self.stripe_log: list[tuple[int, int, float]] = []
+        self.buffer = FluidBuffer(
+            sim,
+            f"{name}.scm_buffer",
+            capacity_B=spec.write_buffer,
+            drain_start_B=spec.migrate_above * spec.write_buffer,
+            drain_path=self._migration_path,
+            on_drained=self._on_migrated,
+            drain_priority=migration_priority,
+        )
+
+    # ---------------------------------------------------------------- geometry
+    def compressed_fraction(self, obj: str) -> float:
+        """Compressed over logical size of ``obj``'s data."""
+        return compressed_fraction(self._entropy_of(obj), self.spec.min_compressed_fraction)
+
+    def stripe_width(self, c: float) -> int:
+        """QLC drives a stripe compressed to fraction ``c`` spans (data + parity strips)."""
+        data = min(self.spec.ec_data, max(1, math.ceil(self.spec.ec_data * c - 1e-9)))
+        return data + self.spec.ec_parity
+
+    def _drive_set(self, start: int, width: int) -> npt.NDArray[np.int64]:
+        return (start + np.arange(width, dtype=np.int64)) % len(self.qlc)
+
+    def _mean_drive_weights(self, c: float) -> FloatArray:
+        """Share of a stripe's physical bytes each QLC drive gets, averaged over placements."""
+        n = len(self.qlc)
+        width = self.stripe_width(c)
+        if self.spec.placement == "rotate":
+            return np.full(n, 1.0 / n)
+        weights = np.zeros(n)
+        weights[self._drive_set(0, width)] = 1.0 / width
+        return weights
+
+    # ------------------------------------------------------------------ paths
+    def ingest_path(self) -> list[tuple[Resource, float]]:
+        """Tier resources crossed by one user byte written (gate and SCM replicas)."""
+        each = self.spec.scm_copies * self.scm_write_cost / len(self.scm)
+        return [*self.buffer.ingest_path(), *((r, each) for r in self.scm)]
+
+    def _migration_path(self, head: str) -> DrainPath:
+        c = self.compressed_fraction(head)
+        width = self.stripe_width(c)
+        path: list[tuple[Resource, float]] = [(r, 1.0 / len(self.scm)) for r in self.scm]
+        per_byte_qlc = c * width / (width - self.spec.ec_parity) * self.qlc_write_cost
+        weights = self._mean_drive_weights(c)
+        path += [(r, per_byte_qlc * w) for r, w in zip(self.qlc, weights, strict=True) if w > 0]
+        path += self._migration_extra(c)
+        return DrainPath(path, key=(round(c, 9),))
+
+    # ---------------------------------------------------------------- location
+    def _on_migrated(self, pieces: Pieces) -> None:
+        m = self.spec.ec_parity
+        stripe_B = self.spec.stripe_size
+        for obj, b in pieces:
+            left = b
+            while left > 0:
+                if self._stripe_fill_B <= 0:
+                    self._open_stripe(obj)
+                room = stripe_B - self._stripe_fill_B
+                take = min(left, room)
+                c = self._stripe_c
+                drives = self._stripe_drives
+                width = drives.size
+                loc = self.qlc_objects.get(obj)
+                if loc is None:
+                    loc = QlcLocation(0.0, np.zeros(len(self.qlc)))
+                    self.qlc_objects[obj] = loc
+                loc.logical_B += take
+                loc.phys_read_B[drives] += take * c / width
+                self.qlc_phys_written_B[drives] += take * c / (width - m)
+                self.migrated_B += take
+                self._stripe_fill_B += take
+                left -= take
+                if self._stripe_fill_B >= stripe_B * (1.0 - 1e-12):
+                    self._stripe_fill_B = 0.0
+
+    def _open_stripe(self, obj: str) -> None:
+        c = self.compressed_fraction(obj)
+        width = self.stripe_width(c)
+        if self.spec.placement == "rotate" and self._stripes > 0:
+            prev_start, prev_width, _ = self.stripe_log[-1]
+            start = (prev_start + prev_width) % len(self.qlc)
+        else:
+            start = 0
+        self._stripe_c = c
+        self._stripe_drives = self._drive_set(start, width)
+        self._stripes += 1
+        self.stripe_log.append((start, width, c))
+
+    def location(self, obj: str) -> tuple[float, float]:
+        """Logical bytes of ``obj`` in SCM and in QLC now."""
+        scm = self.buffer.bytes_of(obj)
+        loc = self.qlc_objects.get(obj)
+        return scm, (loc.logical_B if loc is not None else 0.0)
+
+    def committed_B(self, obj: str) -> float:
+        """Bytes of ``obj`` the tier holds (acknowledged writes): what a reader can see."""
+        scm, qlc = self.location(obj)
+        return scm + qlc
+
+    def read_weights(self, obj: str) -> tuple[float, FloatArray, float]:
+        """Where a read of ``obj`` goes, per logical byte.
+
+        Returns
+        -------
+        scm_fraction : float
+            Fraction of the object's bytes in SCM.
+        qlc_weights : numpy.ndarray
+            Physical bytes read from each QLC drive per logical byte read.
+        qlc_fraction : float
+            Fraction of the object's bytes in QLC.
+        """
+        scm, qlc = self.location(obj)
+        total = scm + qlc
+        if total <= 0:
+            return 0.0, np.zeros(len(self.qlc)), 0.0
+        loc = self.qlc_objects.get(obj)
+        weights = loc.phys_read_B / total if loc is not None else np.zeros(len(self.qlc))
+        return scm / total, weights, qlc / total
+
+    def read_path(self, obj: str) -> list[tuple[Resource, float]]:
+        """Drive resources a logical byte read of ``obj`` crosses, by where it lives now."""
+        f_scm, qlc_w, f_qlc = self.read_weights(obj)
+        path: list[tuple[Resource, float]] = []
+        if f_scm > 0:
+            weight = f_scm / len(self.scm) / self.spec.scm_read_efficiency
+            path += [(r, weight) for r in self.scm]
+        path += [(r, float(w)) for r, w in zip(self.qlc, qlc_w, strict=True) if w > 0]
+        if self.qlc_ops and f_qlc > 0:
+            c = float(qlc_w.sum()) / f_qlc  # physical bytes per logical byte on QLC
+            path += [(r, float(w) / c) for r, w in zip(self.qlc_ops, qlc_w, strict=True) if w > 0]
+        return path
+
+    def forget(self, obj: str) -> None:
+        """Drop ``obj``'s QLC location (file deleted); its SCM bytes migrate as garbage."""
+        self.qlc_objects.pop(obj, None)
+
+    def check(self) -> TierCheck:
+        """Exact accounting now: ingested = in SCM + migrated (logical bytes)."""
+        buf = self.buffer.check()
+        return TierCheck(
+            ingested_B=buf.ingested_B,
+            scm_B=buf.level_B,
+            migrated_B=self.migrated_B,
+            qlc_objects_B=sum(loc.logical_B for loc in self.qlc_objects.values()),
+            buffer=buf,
+        )

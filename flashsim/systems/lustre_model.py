@@ -1,0 +1,170 @@
+"""Model-file schema of ``kind = "lustre"`` systems (OSS/MDS servers, clients, fabric).
+
+Every number comes from the model file; the file cites its sources.  Drive
+datasheets live in their own files (``models/drives/*.toml``) and are named
+relative to the system file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BeforeValidator, Field, ValidationInfo
+
+from flashsim.components.cpu import CpuSpec
+from flashsim.components.drive import load_drive
+from flashsim.components.hdd import HddSpec
+from flashsim.components.lustre_client import LustreClientSpec
+from flashsim.components.nic import NicSpec
+from flashsim.components.pcie import PcieLink
+from flashsim.components.raid import RaidSpec
+from flashsim.components.ssd import SsdSpec
+from flashsim.config import (
+    Bandwidth,
+    Bytes,
+    NonNegativeSeconds,
+    StrictModel,
+    UnitFraction,
+)
+
+
+def _drive_file(value: Any, info: ValidationInfo) -> Any:
+    """Load a drive named by path (relative to the model file) into its datasheet dict."""
+    if not isinstance(value, str):
+        return value
+    base = Path((info.context or {}).get("model_dir", "."))
+    path = (base / value).resolve()
+    if not path.exists():
+        raise ValueError(f"drive file {path} not found")
+    return load_drive(path)
+
+
+DriveField = Annotated[SsdSpec | HddSpec, Field(discriminator="kind"), BeforeValidator(_drive_file)]
+
+
+class EnclosureSpec(StrictModel):
+    """An enclosure of servers sharing dual-ported drives (e.g. ClusterStor E1000).
+
+    Attributes
+    ----------
+    servers : int
+        Servers per enclosure (an active/active failover pair is 2).
+    drives : int
+        Drive bays; every server is cabled to every drive.
+    """
+
+    name: str = ""
+    servers: Annotated[int, Field(ge=1)] = 1
+    drives: Annotated[int, Field(ge=1)]
+
+
+class ServerSpec(StrictModel):
+    """A class of storage server (OSS or MDS) and the targets it hosts.
+
+    Attributes
+    ----------
+    count : int
+        Servers of this class in the system.
+    targets_per_server : int
+        OSTs/MDTs per server in normal operation.
+    drives_per_target : int
+        Drives in one target's RAID array.
+    drive : SsdSpec or HddSpec
+        Drive datasheet (a path to a drive file).
+    drive_link : PcieLink or None
+        Host PCIe link of each drive (``None`` for drives behind a SAS fabric).
+    raid : RaidSpec
+        Layout of a target.
+    cpu : CpuSpec
+        Server processor.
+    nic : NicSpec
+        Server network adapters.
+    enclosure : EnclosureSpec or None
+        Enclosure the server sits in (for PCIe-lane and drive-bay checks).
+    dram : float or None
+        Server memory in bytes (read-cache flushing needs twice this).
+    read_cache : bool
+        Whether the server caches object data in DRAM.
+    rpc_cost : float
+        CPU time (s) per Lustre RPC (request handling, bulk setup).
+    sub_stripe_write_cost : float
+        RAID-engine time (s) per sub-stripe write (read-modify-write handling).
+    raid_threads : int
+        RAID-engine threads per target that run the read-modify-write state machine.
+    stack_read_efficiency, stack_write_efficiency : float
+        Fraction of the drives' (post-parity) bandwidth the target's software
+        stack (ldiskfs + RAID) delivers to streaming I/O.
+    efficiency_spread : float
+        Relative standard deviation of a per-server factor on both stack
+        efficiencies, drawn from the server's seeded stream (median 1).
+    """
+
+    count: Annotated[int, Field(ge=0)]
+    targets_per_server: Annotated[int, Field(ge=1)] = 1
+    drives_per_target: Annotated[int, Field(ge=1)]
+    drive: DriveField
+    drive_link: PcieLink | None = None
+    raid: RaidSpec
+    cpu: CpuSpec
+    nic: NicSpec
+    enclosure: EnclosureSpec | None = None
+    dram: Bytes | None = None
+    read_cache: bool = False
+    rpc_cost: NonNegativeSeconds = "0 s"
+    sub_stripe_write_cost: NonNegativeSeconds = "0 s"
+    raid_threads: Annotated[int, Field(ge=1)] = 1
+    stack_read_efficiency: UnitFraction = 1.0
+    stack_write_efficiency: UnitFraction = 1.0
+    efficiency_spread: Annotated[float, Field(ge=0.0, le=0.5)] = 0.0
+
+
+class ClientSpec(StrictModel):
+    """Compute nodes as Lustre clients.
+
+    Attributes
+    ----------
+    nic : NicSpec
+        A compute node's network adapters.
+    lustre : LustreClientSpec
+        Client tunables.
+    """
+
+    nic: NicSpec
+    lustre: LustreClientSpec = LustreClientSpec()
+
+
+class NetworkSpec(StrictModel):
+    """The fabric between clients and servers (a dragonfly, reduced to its global links).
+
+    Attributes
+    ----------
+    io_groups : int
+        Dragonfly groups holding the storage servers.
+    global_link_bandwidth : float
+        Bytes/s of one global link per direction.
+    compute_to_io_links : int
+        Global links from one compute group to one I/O group.
+    io_to_io_links : int
+        Global links between two I/O groups.
+    hop_latency : float
+        Latency (s) of crossing the fabric one way.
+    """
+
+    io_groups: Annotated[int, Field(ge=1)] = 1
+    global_link_bandwidth: Bandwidth
+    compute_to_io_links: Annotated[int, Field(ge=1)] = 1
+    io_to_io_links: Annotated[int, Field(ge=1)] = 1
+    hop_latency: NonNegativeSeconds = "0 s"
+
+
+class LustreModel(StrictModel):
+    """Model file of ``kind = "lustre"``."""
+
+    kind: Literal["lustre"]
+    name: str
+    description: str = ""
+    oss: ServerSpec
+    mds: ServerSpec | None = None
+    client: ClientSpec
+    network: NetworkSpec

@@ -1,0 +1,234 @@
+"""The ``vast`` system kind: model file, describe arithmetic, scenarios and the PDSW'21 studies."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from flashsim.config import ConfigError
+from flashsim.engine.simulation import Simulation
+from flashsim.scenario import load_system_model, run_scenario
+from flashsim.studies.vast import (
+    VastGridPhase,
+    VastIopsGridPhase,
+    _ior,
+    run_grid,
+    run_iops_grid,
+    summarize_grid,
+    summarize_iops,
+)
+from flashsim.systems import system_kind
+
+MODEL = "models/systems/vast-pdsw21.toml"
+
+
+def test_kind_is_registered_and_model_loads() -> None:
+    loaded = load_system_model(MODEL)
+    assert loaded.kind.kind == "vast"
+    assert system_kind("vast").kind == "vast"
+    d = loaded.kind.describe(loaded.model)
+    assert d.components["scm_drives"] == 12 and d.components["qlc_drives"] == 44
+    assert d.bottlenecks["read"] == "SCM drives"
+
+
+def test_turnover_is_computed_from_the_model_parameters() -> None:
+    base = load_system_model(MODEL)
+    d = base.kind.describe(base.model).derived
+    assert d["turnover_buffer_TB"] == pytest.approx(35e3 * 3.0 / 608.256, rel=1e-6)
+    assert d["turnover_minutes"] == pytest.approx(
+        d["turnover_buffer_TB"] * 1e12 / (2.2e15 / 86400) / 60, rel=1e-9
+    )
+    # Doubling the write buffer doubles the turnover time: nothing is hard-coded.
+    big = load_system_model(MODEL, {"tier.write_buffer": "6 TB"})
+    d2 = big.kind.describe(big.model).derived
+    assert d2["turnover_minutes"] == pytest.approx(2 * d["turnover_minutes"], rel=1e-9)
+
+
+def test_bad_model_values_name_the_key() -> None:
+    with pytest.raises(ConfigError, match="ec_data"):
+        load_system_model(MODEL, {"tier.ec_data": "60"})
+    with pytest.raises(ConfigError, match="write_buffer"):
+        load_system_model(MODEL, {"tier.write_buffer": "3"})
+
+
+def build(seed: int = 0):  # type: ignore[no-untyped-def]
+    loaded = load_system_model(MODEL)
+    sim = Simulation(seed)
+    system = loaded.kind.build(loaded.model, sim, "flow")
+    system.prefill()
+    return system
+
+
+def test_naive_read_is_bound_by_scm_and_aged_read_by_the_front_end() -> None:
+    system = build()
+    w = system.run_phase(
+        _ior("w", "write", 8, 16, 2**20, "d", fsync=True, stonewall="45 s", wear_out=True)
+    )
+    assert 4.0e9 < w.bandwidth_Bps < 6.0e9
+    naive = system.run_phase(_ior("r", "read", 8, 16, 2**20, "d"))
+    scm_read_Bps = 12 * 2.5e9 * system.model.tier.scm_read_efficiency  # 12 x 2.5 GB/s, derated
+    assert naive.bandwidth_Bps == pytest.approx(scm_read_Bps, rel=1e-3)
+    obj = system.object_name("d", 0)
+    assert system.tier.location(obj)[1] == 0.0  # all of it still in SCM
+    system.run_phase(
+        _ior(
+            "age",
+            "write",
+            8,
+            16,
+            2**20,
+            "tmp",
+            block_size_B=2**20,
+            segments=8192,
+            fsync=True,
+            repetitions=8,
+            delete_after=True,
+        )
+    )
+    assert system.tier.location(obj)[0] == 0.0  # all of it on QLC now
+    aged = system.run_phase(_ior("r2", "read", 8, 16, 2**20, "d"))
+    assert aged.bandwidth_Bps > 1.5 * naive.bandwidth_Bps
+    # 8 CNodes x 1 EDR port cap the aged read (100 GB/s), not the 140 GB/s of QLC.
+    assert aged.bandwidth_Bps <= 100e9 * (1 + 1e-6)
+
+
+def test_reads_of_an_unwritten_dataset_fail_clearly() -> None:
+    system = build()
+    with pytest.raises(ValueError, match="was not written"):
+        system.run_phase(_ior("r", "read", 1, 1, 2**20, "nothing"))
+    with pytest.raises(ValueError, match="exceeds the model's 8 clients"):
+        system.run_phase(_ior("w", "write", 9, 1, 2**20, "x", segments=10))
+
+
+def test_same_seed_gives_identical_results() -> None:
+    a = run_scenario("scenarios/vast/naive-vs-aged.toml")
+    b = run_scenario("scenarios/vast/naive-vs-aged.toml")
+    assert [p.bandwidth_Bps for p in a.phases] == [p.bandwidth_Bps for p in b.phases]
+    names = [p.name for p in a.phases]
+    naive = a.phases[names.index("read-naive")].bandwidth_Bps
+    aged = a.phases[names.index("read-aged")].bandwidth_Bps
+    assert aged > 1.5 * naive
+
+
+def small_grid(mode: str, workers: int = 1) -> VastGridPhase:
+    return VastGridPhase.model_validate(
+        {
+            "name": "g",
+            "workload": "vast-grid",
+            "mode": mode,
+            "nodes": [1, 8],
+            "ranks_per_node": [1, 16],
+            "transfer_sizes": ["4 KiB", "1 MiB"],
+            "repetitions": 2,
+            "aging_bytes": "4 TiB",
+            "aging_passes": 4,
+            "workers": workers,
+            "progress": False,
+        }
+    )
+
+
+def test_small_grid_shapes() -> None:
+    loaded = load_system_model(MODEL)
+    df = run_grid(loaded.model, small_grid("both"), seed=1)
+    assert len(df) == 2 * 2 * 2 * 2 * 2 * 2  # modes x ops x N x p x t x reps
+    s = summarize_grid(df)
+    assert s["naive_write_GBps_x128"] < s["naive_read_GBps_x128"] <= 30.0 * (1 + 1e-6)
+    assert s["aged_over_naive_read_x128"] > 1.5
+    assert s["aged_over_naive_read_x1"] == pytest.approx(1.0, rel=0.05)  # client-bound
+    # Two workers give the same numbers as one (the split does not change where data lives).
+    df2 = run_grid(loaded.model, small_grid("naive", workers=2), seed=1)
+    s2 = summarize_grid(df2)
+    assert s2["naive_read_GBps_x128"] == pytest.approx(s["naive_read_GBps_x128"], rel=1e-6)
+    assert s2["naive_write_GBps_x16"] == pytest.approx(s["naive_write_GBps_x16"], rel=1e-3)
+
+
+def test_random_io_grid_shapes() -> None:
+    loaded = load_system_model(MODEL)
+    phase = VastIopsGridPhase.model_validate(
+        {
+            "name": "i",
+            "workload": "vast-iops-grid",
+            "nodes": [1, 8],
+            "ranks_per_node": [1, 8],
+            "repetitions": 1,
+            "dataset_size": "2 TiB",
+            "dataset_files": 64,
+            "aging_bytes": "4 TiB",
+            "workers": 1,
+            "progress": False,
+        }
+    )
+    s = summarize_iops(run_iops_grid(loaded.model, phase, seed=1))
+    assert s["read_iops_x64"] == pytest.approx(52_000, rel=0.03)
+    assert s["read_np_spread_x8"] == pytest.approx(1.0, rel=1e-6)
+    assert s["write-direct_iops_x64"] == pytest.approx(64 * s["write-direct_iops_x1"], rel=1e-6)
+    assert s["write-buffered_iops_x64"] > s["write-direct_iops_x64"]
+
+
+@pytest.mark.slow
+def test_full_bandwidth_grid_within_a_minute_on_two_cores() -> None:
+    loaded = load_system_model(MODEL)
+    phase = VastGridPhase.model_validate(
+        {"name": "g", "workload": "vast-grid", "mode": "both", "workers": 2, "progress": False}
+    )
+    started = time.perf_counter()
+    df = run_grid(loaded.model, phase, seed=1)
+    wall = time.perf_counter() - started
+    assert len(df) == 2400
+    assert wall <= 60.0
+
+
+@pytest.mark.parametrize("aged", [False, True])
+def test_flow_and_request_fidelity_agree_on_random_io(aged: bool) -> None:
+    """Random 4 KiB reads (SCM or QLC) and O_DIRECT writes: both fidelities, one answer."""
+    system = build()
+    system.run_phase(
+        _ior("gen", "write", 2, 4, 2**20, "d", block_size_B=2**20, segments=2000, fsync=True)
+    )
+    if aged:
+        system.run_phase(
+            _ior(
+                "age",
+                "write",
+                8,
+                16,
+                2**20,
+                "tmp",
+                block_size_B=2**20,
+                segments=8192,
+                fsync=True,
+                repetitions=4,
+                delete_after=True,
+            )
+        )
+    rates = {}
+    for fidelity in ("flow", "request"):
+        common = {
+            "access": "random",
+            "stonewall": "20 s",
+            "fidelity": fidelity,
+            "block_size_B": 2000 * 2**20,
+            "segments": 1,
+            "target_rel_halfwidth": 0.01,
+        }
+        r = system.run_phase(_ior(f"r-{fidelity}", "read", 2, 4, 4096, "d", **common))
+        w = system.run_phase(
+            _ior(
+                f"w-{fidelity}",
+                "write",
+                2,
+                4,
+                4096,
+                f"w-{fidelity}",
+                direct_io=True,
+                fsync=True,
+                **common,
+            )
+        )
+        rates[fidelity] = (r.iops, w.iops)
+    assert rates["request"][0] == pytest.approx(rates["flow"][0], rel=0.03)
+    assert rates["request"][1] == pytest.approx(rates["flow"][1], rel=0.03)
+    expected = 8 / (2e-6 + system.rtt_s(4096, "read", 0.0 if aged else 1.0))
+    assert rates["flow"][0] == pytest.approx(expected, rel=1e-6)
