@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import Field, model_validator
 
 from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, OpRate, StrictModel
-from flashsim.engine.closedloop import Visit, run_closed_loop
+from flashsim.engine.closedloop import Request, run_closed_loop, visit_all
 from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
 from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.queues import FifoQueue
@@ -166,8 +166,8 @@ class Pipeline(BuiltSystem):
         ]
         plan = list(zip(self.queues, samplers, [s.latency for s in stages], strict=True))
 
-        def route(_customer: int) -> list[Visit]:
-            return [(queue, sampler.next(), latency) for queue, sampler, latency in plan]
+        def request(_customer: int) -> Request:
+            return visit_all([(queue, sampler.next(), latency) for queue, sampler, latency in plan])
 
         control = RunLengthControl(
             target_rel_halfwidth=phase.target_rel_halfwidth,
@@ -175,9 +175,8 @@ class Pipeline(BuiltSystem):
             max_samples=max(40, phase.max_requests // phase.sample_interval_requests),
         )
         start = sim.now
-        loop = run_closed_loop(
-            sim, route, phase.streams * phase.queue_depth, control, phase.sample_interval_requests
-        )
+        customers = list(range(phase.streams * phase.queue_depth))
+        loop = run_closed_loop(sim, request, customers, control, phase.sample_interval_requests)
         return PhaseResult(
             name=phase.name,
             operation=phase.operation,

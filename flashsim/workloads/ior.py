@@ -70,6 +70,7 @@ import simpy
 from pydantic import Field, model_validator
 
 from flashsim.config import Bytes, NonNegativeSeconds, StrictModel
+from flashsim.engine.closedloop import Request, run_closed_loop
 from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.runlength import RunLengthControl
 from flashsim.engine.simulation import Simulation
@@ -527,47 +528,25 @@ class IorRunner:
             max_samples=max(40, phase.max_requests // interval),
         )
         ops_left = [int(limits[i] // streams[i].op_size_B) for i in range(n)]
-        completions: list[float] = []
-        responses: list[float] = []
-        samples: list[float] = []
-        stop = env.event()
         deadline = t0 + phase.stonewall if phase.stonewall > 0 else math.inf
 
-        def worker(i: int) -> Generator[simpy.Event, Any, None]:
-            s = streams[i]
-            while not stop.triggered and ops_left[i] > 0 and env.now < deadline:
-                ops_left[i] -= 1
-                issued = env.now
-                yield from self.system.ior_request(phase, i, s)
-                completions.append(env.now)
-                responses.append(env.now - issued)
-                if len(completions) % interval == 0:
-                    k = len(completions) // interval
-                    prev = completions[(k - 1) * interval - 1] if k > 1 else t0
-                    samples.append(interval / max(env.now - prev, 1e-15))
-                    if control.done(samples) and not stop.triggered:
-                        stop.succeed()
+        def keep_going(i: int) -> bool:
+            if ops_left[i] <= 0 or env.now >= deadline:
+                return False
+            ops_left[i] -= 1
+            return True
 
-        procs = [
-            env.process(worker(i)) for i in range(n) for _ in range(max(1, streams[i].concurrency))
-        ]
-        sim.run(env.any_of([stop, env.all_of(procs)]))
-        simulated = sim.now - t0
+        def request(i: int) -> Request:
+            return self.system.ior_request(phase, i, streams[i])
+
+        customers = [i for i in range(n) for _ in range(max(1, streams[i].concurrency))]
+        loop = run_closed_loop(
+            sim, request, customers, control, interval, keep_going=keep_going, drain=True
+        )
+        simulated = loop.elapsed_s
         op_B = float(np.mean([s.op_size_B for s in streams]))
-        if len(samples) >= 2 * control.n_batches:
-            estimate = control.estimate(samples)
-            kept = int(control.warmup_fraction * len(samples))
-            t_first = completions[kept * interval - 1] if kept else t0
-            n_done = (len(samples) - kept) * interval
-            rate_ops = n_done / (completions[len(samples) * interval - 1] - t_first)
-            ci: float | None = estimate.rel_halfwidth
-        else:
-            rate_ops = len(completions) / simulated if simulated > 0 else math.nan
-            ci = None
-        # Let operations still in flight finish so the next phase starts clean.
-        if not stop.triggered:
-            stop.succeed()
-        sim.run(env.all_of(procs))
+        rate_ops = loop.ops_per_s
+        ci = loop.rel_halfwidth
         rate_Bps = rate_ops * op_B
         total_limit = float(limits.sum())
         window = phase.stonewall if phase.stonewall > 0 else total_limit / rate_Bps
@@ -576,7 +555,7 @@ class IorRunner:
         counts = np.full(n, moved / n)
         if phase.wear_out:
             counts = np.minimum(np.full(n, counts.max()), limits)
-        steady = np.asarray(responses[len(responses) // 10 :])
+        steady = loop.responses_s
         return RepetitionResult(
             mean_response_s=float(steady.mean()) if steady.size else math.nan,
             p99_response_s=float(np.percentile(steady, 99)) if steady.size else math.nan,
