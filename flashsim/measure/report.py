@@ -331,14 +331,15 @@ def format_description(description: Description) -> str:
     lines = [f"system: {description.system}   kind: {description.kind}", ""]
     lines.append("components: " + ", ".join(f"{k}={v}" for k, v in description.components.items()))
     lines.append("")
-    header = (
-        f"{'scope':<12} {'layer':<26} {'count':>6} {'read':>12} {'write':>12} "
+    scope_w = max([5, *(len(layer.scope) for layer in description.layers)])
+    layer_w = max([5, *(len(layer.layer) for layer in description.layers)])
+    lines.append(
+        f"{'scope':<{scope_w}} {'layer':<{layer_w}} {'count':>6} {'read':>12} {'write':>12} "
         f"{'read ops':>13} {'write ops':>13}  note"
     )
-    lines.append(header)
     for layer in description.layers:
         lines.append(
-            f"{layer.scope:<12} {layer.layer:<26} {layer.count:>6} "
+            f"{layer.scope:<{scope_w}} {layer.layer:<{layer_w}} {layer.count:>6} "
             f"{_fmt(layer.read_Bps, 'bandwidth'):>12} "
             f"{_fmt(layer.write_Bps, 'bandwidth'):>12} {_fmt(layer.read_iops, 'rate'):>13} "
             f"{_fmt(layer.write_iops, 'rate'):>13}  {layer.note}"
