@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from flashsim.measure.results import RunResult
@@ -22,15 +23,26 @@ def format_run_text(result: RunResult) -> str:
     ]
     for p in result.phases:
         ci = f"{100 * p.ci_rel_halfwidth:.2f}%" if p.ci_rel_halfwidth is not None else "-"
+        xfer = format_quantity(p.transfer_size_B, "bytes", 3)
         lines.append(
             f"{p.name:<24} {p.operation:<6} {p.ranks:>6} "
-            f"{format_quantity(p.transfer_size_B, 'bytes', 3):>10} {p.bandwidth_Bps / 1e9:>10.3f} "
-            f"{p.bandwidth_Bps / MIB:>11.1f} {p.iops:>12.1f} {p.sim_time_s:>9.3f} {ci:>7}"
+            f"{_or_dash(xfer, p.transfer_size_B):>10} {_num(p.bandwidth_Bps / 1e9, '.3f'):>10} "
+            f"{_num(p.bandwidth_Bps / MIB, '.1f'):>11} {_num(p.iops, '.1f'):>12} "
+            f"{_num(p.sim_time_s, '.3f'):>9} {ci:>7}"
         )
     ior = format_run_ior_text(result)
     if ior:
         lines.extend(["", ior])
     return "\n".join(lines)
+
+
+def _num(value: float, spec: str) -> str:
+    """``value`` formatted, or "-" when it is not a finite number (not measured)."""
+    return format(value, spec) if math.isfinite(value) else "-"
+
+
+def _or_dash(text: str, value: float) -> str:
+    return text if math.isfinite(value) else "-"
 
 
 def _is_ior(phase: Any) -> bool:
