@@ -10,6 +10,7 @@ theoretical peak of each layer without running anything.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -105,10 +106,12 @@ class SystemKind(ABC):
     model_type: type[BaseModel]
     #: Pydantic-validatable type of one phase of a scenario on this kind.
     phase_type: Any
+    #: The built system's class; constructed as ``built_type(model, sim, fidelity)``.
+    built_type: Callable[[Any, Simulation, Fidelity], BuiltSystem]
 
-    @abstractmethod
     def build(self, model: Any, sim: Simulation, fidelity: Fidelity) -> BuiltSystem:
         """Create the components of ``model`` inside ``sim``."""
+        return self.built_type(model, sim, fidelity)
 
     @abstractmethod
     def describe(self, model: Any) -> Description:

@@ -201,9 +201,7 @@ class PipelineKind(SystemKind):
     kind = "pipeline"
     model_type = PipelineModel
     phase_type = StreamsPhase
-
-    def build(self, model: PipelineModel, sim: Simulation, fidelity: Fidelity) -> Pipeline:
-        return Pipeline(model, sim, fidelity)
+    built_type = Pipeline
 
     def describe(self, model: PipelineModel) -> Description:
         layers = [

@@ -658,9 +658,7 @@ class VastKind(SystemKind):
     kind = "vast"
     model_type = VastModel
     phase_type = VastPhase
-
-    def build(self, model: VastModel, sim: Simulation, fidelity: Fidelity) -> VastSystem:
-        return VastSystem(model, sim, fidelity)
+    built_type = VastSystem
 
     def check(self, model: VastModel) -> None:
         _ssd(model.dnode.scm_drive, "dnode.scm_drive")

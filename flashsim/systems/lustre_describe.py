@@ -1,0 +1,240 @@
+"""Consistency checks and theoretical peaks of a ``lustre`` model (``flashsim describe``).
+
+Nothing here runs a simulation: the peaks of each layer (drives raw and after
+RAID, OST stack, PCIe, NIC, CPU operations) are computed from the model's
+parameters so the bottleneck is visible before anything runs (the reasoning of
+seed 000 Section IV-A).
+"""
+
+from __future__ import annotations
+
+import math
+
+from flashsim.systems.base import Description, LayerPeak, bottleneck
+from flashsim.systems.lustre_model import LustreModel
+
+
+def check_model(model: LustreModel) -> None:
+    """Cross-field checks; raise ``ValueError("dotted.key: message")``."""
+    for role, spec in (("oss", model.oss), ("mds", model.mds)):
+        if spec is None:
+            continue
+        need = spec.raid.min_drives()
+        if spec.drives_per_target < need:
+            raise ValueError(
+                f"{role}.drives_per_target: {spec.drives_per_target} drives cannot hold a "
+                f"{spec.raid.level} stripe of {spec.raid.stripe_drives} drives plus "
+                f"{spec.raid.spares} spare(s) (needs >= {need})"
+            )
+        lanes_drives = spec.drives_per_target * spec.targets_per_server
+        if spec.enclosure is not None:
+            lanes_drives = max(lanes_drives, spec.enclosure.drives)
+            per_encl = spec.enclosure.servers * spec.drives_per_target * spec.targets_per_server
+            if per_encl > spec.enclosure.drives:
+                raise ValueError(
+                    f"{role}.enclosure.drives: {spec.enclosure.servers} servers x "
+                    f"{spec.drives_per_target * spec.targets_per_server} drives need "
+                    f"{per_encl} bays, the enclosure has {spec.enclosure.drives}"
+                )
+        link_lanes = spec.drive_link.lanes if spec.drive_link is not None else 0
+        lanes = lanes_drives * link_lanes + spec.nic.pcie_lanes
+        if spec.cpu.pcie_lanes and lanes > spec.cpu.pcie_lanes:
+            raise ValueError(
+                f"{role}.cpu.pcie_lanes: drives ({lanes_drives} x{link_lanes}) and "
+                f"NICs ({spec.nic.pcie_lanes}) need {lanes} lanes, the CPU has "
+                f"{spec.cpu.pcie_lanes}"
+            )
+        link_gen = spec.drive_link.generation if spec.drive_link is not None else 0
+        if link_gen > spec.cpu.pcie_generation:
+            raise ValueError(
+                f"{role}.drive_link.generation: Gen{link_gen} exceeds the "
+                f"CPU's Gen{spec.cpu.pcie_generation}"
+            )
+    total = model.oss.count * model.oss.targets_per_server
+    if model.client.lustre.stripe_count > max(total, 1):
+        raise ValueError(
+            f"client.lustre.stripe_count: {model.client.lustre.stripe_count} stripes need "
+            f"more OSTs than the {total} the system has"
+        )
+
+
+def describe_model(model: LustreModel) -> Description:
+    """Per-layer peaks of one OSS and of the system, and the bottlenecks."""
+    oss = model.oss
+    drive = oss.drive
+    n = oss.drives_per_target * oss.targets_per_server
+    raid = oss.raid
+    chunk = raid.chunk
+    rpc = model.client.lustre.rpc_size
+    page = 4096.0
+    rmw_writes = sum(o.count for o in raid.write_ops(page) if o.op == "write")
+    rmw = raid.write_ops(page)
+    drive_time_rmw = sum(
+        o.count * max(drive.cmd_s(o.op, o.size_B) / drive.servers, drive.xfer_s(o.op, o.size_B))
+        for o in rmw
+    )
+    layers: list[LayerPeak] = []
+
+    def both(scope: str, count: int, scale: int) -> None:
+        raw_r = n * drive.bandwidth_Bps("read") * scale
+        raw_w = n * drive.bandwidth_Bps("write") * scale
+        layers.append(
+            LayerPeak(
+                scope,
+                "drives (raw)",
+                n * scale,
+                raw_r,
+                raw_w,
+                n * drive.random_iops_ceiling("read", page) * scale,
+                n * drive.random_iops_ceiling("write", page) * scale,
+                f"{n} x {drive.name} per OSS (datasheet)",
+            )
+        )
+        layers.append(
+            LayerPeak(
+                scope,
+                "drives after RAID",
+                n * scale,
+                raw_r,
+                raw_w / raid.full_stripe_write_weight(),
+                n * drive.random_iops_ceiling("read", page) * scale,
+                n
+                * drive.servers
+                / max(sum(o.count * drive.cmd_s(o.op, o.size_B) for o in rmw), 1e-30)
+                * scale
+                if drive.servers
+                else None,
+                f"{raid.level} {raid.data}+{raid.parity}+{raid.spares}: writes x"
+                f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {rmw_writes:g} "
+                f"chunk writes + reads of {chunk / 1024:g} KiB",
+            )
+        )
+        layers[-1].write_iops = min(
+            layers[-1].write_iops or math.inf, n * scale / max(drive_time_rmw, 1e-30)
+        )
+        layers.append(
+            LayerPeak(
+                scope,
+                "OST stack (ldiskfs+RAID)",
+                oss.targets_per_server * scale,
+                raw_r * oss.stack_read_efficiency,
+                raw_w / raid.full_stripe_write_weight() * oss.stack_write_efficiency,
+                None,
+                scale * oss.targets_per_server / oss.sub_stripe_write_cost * oss.raid_threads
+                if oss.sub_stripe_write_cost > 0
+                else None,
+                "stack efficiencies (obdfilter) and RAID-engine RMW cost",
+            )
+        )
+        link = oss.drive_link
+        if link is not None:
+            layers.append(
+                LayerPeak(
+                    scope,
+                    f"PCIe drive links Gen{link.generation} x{link.lanes}",
+                    n * scale,
+                    n * link.bandwidth_Bps * scale,
+                    n * link.bandwidth_Bps * scale,
+                    note=f"{link.bandwidth_Bps / 1e9:.3g} GB/s per drive per direction",
+                )
+            )
+        if oss.nic.pcie is not None:
+            layers.append(
+                LayerPeak(
+                    scope,
+                    f"PCIe NIC links Gen{oss.nic.pcie.generation} x{oss.nic.pcie.lanes}",
+                    oss.nic.ports * scale,
+                    oss.nic.ports * oss.nic.pcie.bandwidth_Bps * scale,
+                    oss.nic.ports * oss.nic.pcie.bandwidth_Bps * scale,
+                )
+            )
+        layers.append(
+            LayerPeak(
+                scope,
+                "NIC",
+                oss.nic.ports * scale,
+                oss.nic.node_Bps("egress") * scale,
+                oss.nic.node_Bps("ingress") * scale,
+                note=f"{oss.nic.ports} x {oss.nic.port_bandwidth * 8 / 1e9:g} Gb/s, "
+                f"egress eff {oss.nic.egress_efficiency:g}, "
+                f"ingress eff {oss.nic.ingress_efficiency:g}",
+            )
+        )
+        if oss.rpc_cost > 0:
+            rpcs = oss.cpu.ops_per_s(oss.rpc_cost) * scale
+            layers.append(
+                LayerPeak(
+                    scope,
+                    "CPU (RPC handling)",
+                    oss.cpu.cores * scale,
+                    rpcs * rpc,
+                    rpcs * rpc,
+                    rpcs,
+                    None,
+                    f"{oss.cpu.cores} cores / {oss.rpc_cost * 1e6:.3g} us per RPC "
+                    f"({rpc / 2**20:g} MiB RPCs for bandwidth)",
+                )
+            )
+        del count
+
+    both("one OSS", 1, 1)
+    both("system", oss.count, oss.count)
+    net = model.network
+    fabric = net.io_groups * net.compute_to_io_links * net.global_link_bandwidth
+    layers.append(
+        LayerPeak(
+            "one compute group",
+            "global links to the I/O groups",
+            net.io_groups * net.compute_to_io_links,
+            fabric,
+            fabric,
+            note=f"{net.compute_to_io_links} links x {net.io_groups} I/O groups",
+        )
+    )
+    bottlenecks = {}
+    for scope in ("one OSS", "system"):
+        for attr in ("read_Bps", "write_Bps", "read_iops", "write_iops"):
+            bottlenecks[f"{scope} {attr}"] = bottleneck(layers, scope, attr)
+    components = {
+        "oss": oss.count,
+        "osts": oss.count * oss.targets_per_server,
+        "oss_drives": oss.count * n,
+    }
+    if model.mds is not None:
+        components["mds"] = model.mds.count
+        components["mdt_drives"] = (
+            model.mds.count * model.mds.drives_per_target * model.mds.targets_per_server
+        )
+    one = [la for la in layers if la.scope == "one OSS"]
+
+    def peak(attr: str) -> float:
+        vals = [getattr(la, attr) for la in one if getattr(la, attr) is not None]
+        return float(min(vals)) if vals else math.nan
+
+    per_ost_read_iops = oss.drives_per_target * drive.random_iops_ceiling("read", page)
+    derived = {
+        "ost_drive_read_Bps": oss.drives_per_target * drive.bandwidth_Bps("read"),
+        "ost_drive_write_Bps": oss.drives_per_target
+        * drive.bandwidth_Bps("write")
+        / raid.full_stripe_write_weight(),
+        "ost_random_read_iops_ceiling": per_ost_read_iops,
+        "ost_random_read_iops_full_seek": oss.drives_per_target * drive.iops("read"),
+        "oss_read_Bps_peak": peak("read_Bps"),
+        "oss_write_Bps_peak": peak("write_Bps"),
+        "oss_read_iops_peak": peak("read_iops"),
+        "oss_write_iops_peak": peak("write_iops"),
+        "system_read_Bps_peak": peak("read_Bps") * oss.count,
+        "system_write_Bps_peak": peak("write_Bps") * oss.count,
+        "usable_capacity_B": oss.count
+        * n
+        * drive.capacity
+        * raid.usable_fraction(oss.drives_per_target),
+    }
+    return Description(
+        system=model.name,
+        kind="lustre",
+        components=components,
+        layers=layers,
+        bottlenecks=bottlenecks,
+        derived=derived,
+    )
