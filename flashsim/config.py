@@ -139,31 +139,38 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(str(p), "", MISSING, f"not valid TOML ({exc})") from None
 
 
-def _loc_to_key(loc: Iterable[int | str], data: Any) -> tuple[str, object]:
-    """Dotted key and the raw value at a pydantic error location."""
+def _loc_to_key(
+    loc: Iterable[int | str], data: Any, missing: bool = False
+) -> tuple[str, object]:
+    """Dotted key and the raw value at a pydantic error location.
+
+    Pydantic puts union tags (``ior``), union branch names (``str``,
+    ``function-after[...]``) into locations; they are skipped, so the key
+    names only tables, list indices and fields as the file writes them.
+    """
+    items = list(loc)
     parts: list[str] = []
     node: Any = data
-    for item in loc:
-        if isinstance(node, Mapping) and item in node:
+    for position, item in enumerate(items):
+        last = position == len(items) - 1
+        in_table = isinstance(node, Mapping) and item in node
+        in_list = isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node)
+        if in_table or in_list:
             node = node[item]
-        elif isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node):
-            element = node[item]
-            node = element
-        elif isinstance(item, str) and not isinstance(node, (Mapping, list)):
-            # A union branch name or a function-validator tag: not part of the key.
+        elif isinstance(item, str) and not (last and missing and isinstance(node, Mapping)):
+            # A union tag or branch name, not a key of the file.
             continue
         else:
-            node = MISSING
-        if isinstance(item, int) or not (
-            isinstance(item, str) and ("[" in item or item.startswith("function-"))
-        ):
-            parts.append(str(item))
+            node = MISSING  # a key the file lacks (the last element of a "missing" error)
+        parts.append(str(item))
     return ".".join(parts), node
 
 
 def _describe_error(err: Mapping[str, Any], model: type[BaseModel], data: Any) -> ConfigError:
-    key, value = _loc_to_key(err["loc"], data)
     kind = err["type"]
+    key, value = _loc_to_key(err["loc"], data, missing=kind == "missing")
+    if isinstance(value, Mapping):
+        value = MISSING  # a whole table: the message names the fields involved
     if kind == "extra_forbidden":
         allowed = _allowed_keys(model, list(err["loc"])[:-1])
         hint = f"; expected one of: {', '.join(allowed)}" if allowed else ""
@@ -187,7 +194,7 @@ def _allowed_keys(model: type[BaseModel], loc: list[int | str]) -> list[str]:
         if isinstance(current, type) and issubclass(current, BaseModel):
             field = current.model_fields.get(str(item))
             if field is None:
-                return []
+                continue  # a union tag, not a field
             current = _model_in(field.annotation)
         else:
             return []

@@ -224,3 +224,20 @@ def test_sweep_bad_key_is_a_clean_error(root: Path) -> None:
         "nosuch",
         "unknown key",
     )
+
+
+@pytest.mark.parametrize(
+    ("setting", "needles"),
+    [
+        ("phases.write-bandwidth.nodes=0", ("key 'phases.0.nodes' = 0", ">= 1")),
+        ("phases.read-iops.stonewall=-5 s", ("key 'phases.6.stonewall' = '-5 s'", ">= 0")),
+        ("phases.write-bandwidth.bogus=1", ("key 'phases.0.bogus'", "expected one of: access")),
+        ("phases.write-iops.transfer_size=3 KiB", ("key 'phases.3':", "multiple of transfer_size")),
+    ],
+)
+def test_errors_inside_tagged_phase_unions_name_the_field(
+    root: Path, setting: str, needles: tuple[str, ...]
+) -> None:
+    proc = flashsim("run", "scenarios/perlmutter/ior-table1.toml", "--set", setting, cwd=root)
+    assert_clean_error(proc, *needles)
+    assert ".ior" not in proc.stderr  # the union tag is not part of the key
