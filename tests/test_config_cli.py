@@ -229,7 +229,10 @@ def test_sweep_bad_key_is_a_clean_error(root: Path) -> None:
 @pytest.mark.parametrize(
     ("setting", "needles"),
     [
-        ("phases.write-bandwidth.nodes=0", ("key 'phases.0.nodes' = 0", "greater than or equal to 1")),
+        (
+            "phases.write-bandwidth.nodes=0",
+            ("key 'phases.0.nodes' = 0", "greater than or equal to 1"),
+        ),
         ("phases.read-iops.stonewall=-5 s", ("key 'phases.6.stonewall' = '-5 s'", ">= 0")),
         ("phases.write-bandwidth.bogus=1", ("key 'phases.0.bogus'", "expected one of: access")),
         ("phases.write-iops.transfer_size=3 KiB", ("key 'phases.3':", "multiple of transfer_size")),

@@ -60,17 +60,8 @@ def build(seed: int = 0):  # type: ignore[no-untyped-def]
     return system
 
 
-def test_naive_read_is_bound_by_scm_and_aged_read_by_the_front_end() -> None:
-    system = build()
-    w = system.run_phase(
-        _ior("w", "write", 8, 16, 2**20, "d", fsync=True, stonewall="45 s", wear_out=True)
-    )
-    assert 4.0e9 < w.bandwidth_Bps < 6.0e9
-    naive = system.run_phase(_ior("r", "read", 8, 16, 2**20, "d"))
-    scm_read_Bps = 12 * 2.5e9 * system.model.tier.scm_read_efficiency  # 12 x 2.5 GB/s, derated
-    assert naive.bandwidth_Bps == pytest.approx(scm_read_Bps, rel=1e-3)
-    obj = system.object_name("d", 0)
-    assert system.tier.location(obj)[1] == 0.0  # all of it still in SCM
+def age(system, passes: int) -> None:  # type: ignore[no-untyped-def]
+    """Flush the SCM: 128 ranks write 8 GiB of throw-away data per pass, then delete it."""
     system.run_phase(
         _ior(
             "age",
@@ -82,10 +73,24 @@ def test_naive_read_is_bound_by_scm_and_aged_read_by_the_front_end() -> None:
             block_size_B=2**20,
             segments=8192,
             fsync=True,
-            repetitions=8,
+            repetitions=passes,
             delete_after=True,
         )
     )
+
+
+def test_naive_read_is_bound_by_scm_and_aged_read_by_the_front_end() -> None:
+    system = build()
+    w = system.run_phase(
+        _ior("w", "write", 8, 16, 2**20, "d", fsync=True, stonewall="45 s", wear_out=True)
+    )
+    assert 4.0e9 < w.bandwidth_Bps < 6.0e9
+    naive = system.run_phase(_ior("r", "read", 8, 16, 2**20, "d"))
+    scm_read_Bps = 12 * 2.5e9 * system.model.tier.scm_read_efficiency  # 12 x 2.5 GB/s, derated
+    assert naive.bandwidth_Bps == pytest.approx(scm_read_Bps, rel=1e-3)
+    obj = system.object_name("d", 0)
+    assert system.tier.location(obj)[1] == 0.0  # all of it still in SCM
+    age(system, passes=8)
     assert system.tier.location(obj)[0] == 0.0  # all of it on QLC now
     aged = system.run_phase(_ior("r2", "read", 8, 16, 2**20, "d"))
     assert aged.bandwidth_Bps > 1.5 * naive.bandwidth_Bps
@@ -188,21 +193,7 @@ def test_flow_and_request_fidelity_agree_on_random_io(aged: bool) -> None:
         _ior("gen", "write", 2, 4, 2**20, "d", block_size_B=2**20, segments=2000, fsync=True)
     )
     if aged:
-        system.run_phase(
-            _ior(
-                "age",
-                "write",
-                8,
-                16,
-                2**20,
-                "tmp",
-                block_size_B=2**20,
-                segments=8192,
-                fsync=True,
-                repetitions=4,
-                delete_after=True,
-            )
-        )
+        age(system, passes=4)
     rates = {}
     for fidelity in ("flow", "request"):
         common = {
