@@ -61,7 +61,7 @@ def build(seed: int = 0):  # type: ignore[no-untyped-def]
 
 
 def age(system, passes: int) -> None:  # type: ignore[no-untyped-def]
-    """Flush the SCM: 128 ranks write 8 GiB of throw-away data per pass, then delete it."""
+    """Flush the SCM: 128 ranks x 8 GiB = 1 TiB of throw-away data per pass, then delete it."""
     system.run_phase(
         _ior(
             "age",
