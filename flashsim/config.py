@@ -12,9 +12,9 @@ import tomllib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin, overload
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
 
 from flashsim.units import Dimension, UnitError, parse_quantity
 
@@ -139,9 +139,7 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(str(p), "", MISSING, f"not valid TOML ({exc})") from None
 
 
-def _loc_to_key(
-    loc: Iterable[int | str], data: Any, missing: bool = False
-) -> tuple[str, object]:
+def _loc_to_key(loc: Iterable[int | str], data: Any, missing: bool = False) -> tuple[str, object]:
     """Dotted key and the raw value at a pydantic error location.
 
     Pydantic puts union tags (``ior``), union branch names (``str``,
@@ -204,43 +202,90 @@ def _allowed_keys(model: type[BaseModel], loc: list[int | str]) -> list[str]:
 
 
 def _model_in(annotation: Any) -> Any:
+    models = _models_in(annotation)
+    return models[0] if models else None
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models an annotation names (a model, or the members of a union)."""
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    for arg in getattr(annotation, "__args__", ()):
-        found = _model_in(arg)
-        if found is not None:
-            return found
-    return None
+        return [annotation]
+    return [m for arg in get_args(annotation) for m in _models_in(arg)]
+
+
+def _model_for(schema: Any, data: Any) -> type[BaseModel]:
+    """The model of ``schema`` that ``data`` is meant for.
+
+    For a union, the member whose literal tag fields (``kind``, ``workload``,
+    ``operation`` ...) match most of ``data``'s values; its keys are the ones
+    an "unknown key" message lists.
+    """
+    models = _models_in(schema)
+    if not models:
+        return StrictModel
+
+    def matches(model: type[BaseModel]) -> int:
+        if not isinstance(data, Mapping):
+            return 0
+        return sum(
+            1
+            for name, field in model.model_fields.items()
+            if get_origin(field.annotation) is Literal
+            and name in data
+            and data[name] in get_args(field.annotation)
+        )
+
+    return max(models, key=matches)  # the first of equals wins
+
+
+@overload
+def validate(
+    schema: type[M],
+    data: Any,
+    path: str | Path,
+    context: Mapping[str, Any] | None = None,
+    key_prefix: str = "",
+) -> M: ...
+
+
+@overload
+def validate(
+    schema: Any,
+    data: Any,
+    path: str | Path,
+    context: Mapping[str, Any] | None = None,
+    key_prefix: str = "",
+) -> Any: ...
 
 
 def validate(
-    model: type[M],
-    data: Mapping[str, Any],
+    schema: Any,
+    data: Any,
     path: str | Path,
     context: Mapping[str, Any] | None = None,
-) -> M:
-    """Validate ``data`` against ``model``; raise one :class:`ConfigError` on failure.
+    key_prefix: str = "",
+) -> Any:
+    """Validate ``data`` against ``schema``; raise one :class:`ConfigError` on failure.
 
-    The message names the first problem; further problems are counted.
-    ``context`` is passed to pydantic validators (e.g. ``{"model_dir": Path}``
-    so that a model file can name other files relative to itself).
+    ``schema`` is a pydantic model or any type pydantic validates (e.g. a
+    discriminated union of phases or drives).  The message names the first
+    problem; further problems are counted.  ``context`` is passed to pydantic
+    validators (e.g. ``{"model_dir": Path}`` so that a model file can name
+    other files relative to itself); ``key_prefix`` is prepended to the key
+    (``phases.3`` for one phase of a scenario).
     """
+    adapter: TypeAdapter[Any] = TypeAdapter(schema)
     try:
-        return model.model_validate(data, context=dict(context) if context else None)
+        return adapter.validate_python(data, context=dict(context) if context else None)
     except ValidationError as exc:
         errors = exc.errors()
-        first = _describe_error(errors[0], model, data)
+        first = _describe_error(errors[0], _model_for(schema, data), data)
         first.path = str(path)
+        if key_prefix:
+            first.key = f"{key_prefix}.{first.key}" if first.key else key_prefix
         if len(errors) > 1:
             first.expected += f" (and {len(errors) - 1} more problem(s) in this file)"
         raise first from None
-
-
-def load_model(model: type[M], path: str | Path, overrides: Mapping[str, str] = {}) -> M:
-    """Load, override and validate a TOML file in one step."""
-    data = load_toml(path)
-    apply_overrides(data, overrides, str(path))
-    return validate(model, data, path)
 
 
 # ------------------------------------------------------------------ overrides

@@ -15,13 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, TypeAdapter, ValidationError
+from pydantic import Field
 
 from flashsim.config import (
     ConfigError,
     StrictModel,
-    _describe_error,
-    _model_in,
     apply_overrides,
     load_toml,
     validate,
@@ -117,34 +115,11 @@ def load_scenario(path: str | Path, overrides: Mapping[str, str] = {}) -> Loaded
     if not system_path.exists():
         raise ConfigError(str(p), "system", spec.system, f"model file {system_path} not found")
     system = load_system_model(system_path, model_over)
-    adapter: TypeAdapter[Any] = TypeAdapter(system.kind.phase_type)
-    phases = []
-    for i, raw in enumerate(spec.phases):
-        try:
-            phases.append(adapter.validate_python(raw))
-        except ValidationError as exc:
-            err = _describe_error(
-                exc.errors()[0], _phase_model_for(system.kind.phase_type, raw), raw
-            )
-            err.path = str(p)
-            err.key = f"phases.{i}.{err.key}" if err.key else f"phases.{i}"
-            raise err from None
+    phases = [
+        validate(system.kind.phase_type, raw, p, key_prefix=f"phases.{i}")
+        for i, raw in enumerate(spec.phases)
+    ]
     return LoadedScenario(p, spec, system, phases)
-
-
-def _phase_model_for(phase_type: Any, raw: Mapping[str, Any]) -> type[BaseModel]:
-    """The member of a (union) phase type whose ``workload`` matches ``raw``."""
-    members = getattr(phase_type, "__args__", (phase_type,))
-    for member in members:
-        model = _model_in(member)
-        if model is None:
-            continue
-        field = model.model_fields.get("workload")
-        allowed = getattr(field.annotation, "__args__", ()) if field else ()
-        if raw.get("workload") in allowed or len(members) == 1:
-            found: type[BaseModel] = model
-            return found
-    return StrictModel
 
 
 def run_loaded(scenario: LoadedScenario, progress: bool = False) -> RunResult:

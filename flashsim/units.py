@@ -18,6 +18,12 @@ from typing import Any, Literal
 
 import pint
 
+#: Binary byte multiples, for code that builds sizes (files use unit strings).
+KIB = 2.0**10
+MIB = 2.0**20
+GIB = 2.0**30
+TIB = 2.0**40
+
 Dimension = Literal["bytes", "bandwidth", "time", "rate", "fraction", "count", "number"]
 
 _DEFINITIONS = """

@@ -184,3 +184,16 @@ def test_incremental_matches_full_on_a_large_instance() -> None:
         net.solve_now()
         np.testing.assert_allclose(net.snapshot()["rates_Bps"], full_solution(net), rtol=1e-7)
     assert net.stats["repairs"] >= 60
+
+
+def test_utilization_and_throughput_of_a_shared_resource() -> None:
+    env = simpy.Environment()
+    net = FlowNetwork(env)
+    ssd = net.add_resource("ssd", capacity_Bps=10.0, capacity_ops=4.0)
+    nic = net.add_resource("nic", capacity_Bps=100.0)
+    net.start_flow(1e6, [(nic, 1.0), (ssd, 1.0)], op_size_B=2.0)  # 4 ops/s x 2 B = 8 B/s
+    assert net.throughput_Bps(ssd) == pytest.approx(8.0)
+    assert net.utilization(ssd) == pytest.approx(1.0)  # the ops constraint is the tight one
+    assert net.utilization(nic) == pytest.approx(0.08)
+    unlimited = net.add_resource("free")
+    assert net.utilization(unlimited) == 0.0

@@ -130,13 +130,16 @@ def test_more_drives_never_lower_bandwidth(root: Path, tmp_path: Path, phase: st
     assert bws[-1] > bws[0]
 
 
+NO_RAID = {"system.oss.raid.level": '"none"', "system.oss.raid.spares": "0"}
+
+
 def test_raid6_writes_slower_than_no_raid(root: Path, tmp_path: Path) -> None:
     raid6 = run_phase(root, tmp_path, SEQ_WRITE).bandwidth_Bps
     plain = run_phase(
         root,
         tmp_path,
         SEQ_WRITE,
-        overrides={"system.oss.raid.level": '"none"', "system.oss.raid.spares": "0"},
+        overrides=NO_RAID,
     ).bandwidth_Bps
     assert raid6 < plain
     assert raid6 / plain == pytest.approx(0.8, rel=0.02)  # 8 data of 10 written chunks
@@ -158,7 +161,7 @@ layout = { stripe_count = 1, first_target = 0 }
         root,
         tmp_path,
         rmw,
-        overrides={"system.oss.raid.level": '"none"', "system.oss.raid.spares": "0"},
+        overrides=NO_RAID,
     ).iops
     assert r6 < r0 / 3  # read-modify-write: three chunk writes and reads per 4 KiB write
 

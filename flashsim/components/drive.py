@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Protocol
+from typing import Annotated, Any, Protocol
 
-from pydantic import Field, TypeAdapter
+from pydantic import BeforeValidator, Field, ValidationInfo
 
 from flashsim.components.hdd import HddSpec
 from flashsim.components.ssd import OpKind, SsdSpec
-from flashsim.config import ConfigError, load_toml
+from flashsim.config import ConfigError, load_toml, validate
 
 DriveSpec = Annotated[SsdSpec | HddSpec, Field(discriminator="kind")]
 
@@ -53,22 +53,23 @@ class Drive(Protocol):
 
 def load_drive(path: str | Path) -> SsdSpec | HddSpec:
     """Load and validate a drive file; problems become :class:`ConfigError`."""
-    from flashsim.config import _describe_error
-
-    p = Path(path)
-    data = load_toml(p)
-    adapter: TypeAdapter[SsdSpec | HddSpec] = TypeAdapter(DriveSpec)
-    try:
-        return adapter.validate_python(data)
-    except Exception as exc:  # pydantic.ValidationError
-        errors = getattr(exc, "errors", None)
-        if errors is None:
-            raise
-        first = errors()[0]
-        model = SsdSpec if data.get("kind") == "ssd" else HddSpec
-        err = _describe_error(first, model, data)
-        err.path = str(p)
-        raise err from None
+    spec: SsdSpec | HddSpec = validate(DriveSpec, load_toml(path), path)
+    return spec
 
 
-__all__ = ["ConfigError", "Drive", "DriveSpec", "load_drive"]
+def _drive_file(value: Any, info: ValidationInfo) -> Any:
+    """Load a drive named by path (relative to the model file) into its datasheet."""
+    if not isinstance(value, str):
+        return value
+    base = Path((info.context or {}).get("model_dir", "."))
+    path = (base / value).resolve()
+    if not path.exists():
+        raise ValueError(f"drive file {path} not found")
+    return load_drive(path)
+
+
+#: A model-file field naming a drive file (or giving its datasheet inline).
+DriveField = Annotated[DriveSpec, BeforeValidator(_drive_file)]
+
+
+__all__ = ["ConfigError", "Drive", "DriveField", "DriveSpec", "load_drive"]

@@ -170,8 +170,6 @@ class FluidBuffer:
         self._drain_rate_Bps = 0.0
         self._hold_B = self.drain_start_B
         self._flush_waiters: list[simpy.Event] = []
-        self._gate_cap = OPEN_Bps
-        self._drain_gate_cap = OPEN_Bps
         self._last_sync_s = sim.now
         self._timer_token = 0
         self._adjust_time = -1.0
@@ -342,28 +340,21 @@ class FluidBuffer:
         self._adjust_count += 1
         return self._adjust_count <= 60
 
-    def _set_gate(self, capacity: float, rtol: float = RTOL) -> None:
+    def _set_capacity(self, gate: Resource, capacity: float, rtol: float = RTOL) -> None:
+        """Set a gate's capacity (bytes/s) when it differs from its current one by > ``rtol``."""
         capacity = max(capacity, 0.0)
-        if abs(capacity - self._gate_cap) > rtol * max(capacity, self._gate_cap, 1.0):
+        current = gate.capacity_Bps if gate.capacity_Bps is not None else OPEN_Bps
+        if abs(capacity - current) > rtol * max(capacity, current, 1.0):
             if capacity < OPEN_Bps and not self._may_adjust():
                 return
-            self._gate_cap = capacity
-            self.sim.flows.set_capacity(self.gate, capacity_Bps=capacity)
-
-    def _set_drain_gate(self, capacity: float, rtol: float = RTOL) -> None:
-        capacity = max(capacity, 0.0)
-        if abs(capacity - self._drain_gate_cap) > rtol * max(capacity, self._drain_gate_cap, 1.0):
-            if capacity < OPEN_Bps and not self._may_adjust():
-                return
-            self._drain_gate_cap = capacity
-            self.sim.flows.set_capacity(self.drain_gate, capacity_Bps=capacity)
+            self.sim.flows.set_capacity(gate, capacity_Bps=capacity)
 
     def _start_drain(self) -> None:
         head = self.head_object()
         if head is None:
             return
         spec = self._drain_path(head)
-        self._set_drain_gate(OPEN_Bps)
+        self._set_capacity(self.drain_gate, OPEN_Bps)
         self._drain = self.sim.flows.start_flow(
             ENDLESS_B,
             [*spec.path, (self.drain_gate, 1.0)],
@@ -410,13 +401,15 @@ class FluidBuffer:
                 self._stop_drain()
                 rate_out = 0.0
             elif level <= hold + tol:
-                self._set_drain_gate(rate_in, rtol=1e-6)  # hold: follow the ingest
+                self._set_capacity(self.drain_gate, rate_in, rtol=1e-6)  # hold: follow the ingest
             else:
-                self._set_drain_gate(OPEN_Bps)
+                self._set_capacity(self.drain_gate, OPEN_Bps)
         if level >= self.capacity_B - tol:
-            self._set_gate(rate_out, rtol=1e-6)  # full: writers slow to the drain rate
+            self._set_capacity(
+                self.gate, rate_out, rtol=1e-6
+            )  # full: writers slow to the drain rate
         else:
-            self._set_gate(OPEN_Bps)
+            self._set_capacity(self.gate, OPEN_Bps)
         self._schedule_crossing(level, hold, rate_in, rate_out)
 
     def _schedule_crossing(

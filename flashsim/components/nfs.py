@@ -29,7 +29,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from flashsim.components.nic import NicSpec
+from flashsim.components.nic import Direction, NicSpec
 from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, StrictModel, UnitFraction
 
 
@@ -108,14 +108,9 @@ class NfsClientModel:
         local = int(self.mount.local_ports or self.spec.nic.ports)
         return min(local, int(self.spec.nic.ports), int(self.mount.nconnect))
 
-    def nic_Bps(self, direction: str) -> float:
-        """Bytes/s the mount's ports deliver together in ``direction`` ("ingress"/"egress")."""
-        eff = (
-            self.spec.nic.ingress_efficiency
-            if direction == "ingress"
-            else self.spec.nic.egress_efficiency
-        )
-        return float(self.ports * self.spec.nic.port_bandwidth * eff)
+    def nic_Bps(self, direction: Direction) -> float:
+        """Bytes/s the mount's ports deliver together in ``direction``."""
+        return self.ports * self.spec.nic.port_Bps(direction)
 
     @property
     def dirty_background_B(self) -> float:

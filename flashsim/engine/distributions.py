@@ -38,10 +38,6 @@ class Distribution(ABC):
     def sample(self, rng: np.random.Generator, size: int) -> npt.NDArray[np.float64]:
         """Draw ``size`` values from ``rng``."""
 
-    def scaled(self, factor: float) -> Distribution:
-        """The same shape with the mean multiplied by ``factor`` (> 0)."""
-        return Scaled(self, factor)
-
 
 def _check_positive(label: str, value: float) -> None:
     if not (value > 0 and math.isfinite(value)):
@@ -154,28 +150,6 @@ class Empirical(Distribution):
 
     def sample(self, rng: np.random.Generator, size: int) -> npt.NDArray[np.float64]:
         return rng.choice(self._array, size)
-
-
-@dataclass(frozen=True)
-class Scaled(Distribution):
-    """``base`` multiplied by a constant ``factor``."""
-
-    base: Distribution
-    factor: float
-
-    def __post_init__(self) -> None:
-        _check_positive("factor", self.factor)
-
-    @property
-    def mean(self) -> float:
-        return self.base.mean * self.factor
-
-    @property
-    def variance(self) -> float:
-        return self.base.variance * self.factor**2
-
-    def sample(self, rng: np.random.Generator, size: int) -> npt.NDArray[np.float64]:
-        return self.base.sample(rng, size) * self.factor
 
 
 def with_mean_and_cv(kind: str, mean: float, cv: float = 0.0) -> Distribution:

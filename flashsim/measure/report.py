@@ -7,9 +7,7 @@ from typing import Any
 
 from flashsim.measure.results import RunResult
 from flashsim.systems.base import Description
-from flashsim.units import format_quantity
-
-MIB = 2**20
+from flashsim.units import MIB, format_quantity
 
 
 def format_run_text(result: RunResult) -> str:

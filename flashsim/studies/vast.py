@@ -24,7 +24,7 @@ import math
 import multiprocessing as mp
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -34,10 +34,8 @@ from pydantic import Field
 from flashsim.config import Bytes, Seconds, StrictModel
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
+from flashsim.units import MIB, TIB
 
-KIB = 1024.0
-MIB = 1024.0**2
-TIB = 1024.0**4
 #: IOR segment count of the bandwidth tests: the lesser of 16 TiB per rank or 2**31 - 1 (App. B).
 MAX_SEGMENTS = 2_147_483_647
 
@@ -257,28 +255,23 @@ def grid_worker(
     for mode in modes:
         system = _system(model, seed)
 
-        def write(n: int, p: int, t: float, mode: str = mode, system: Any = system) -> None:
+        def test(op: str, n: int, p: int, t: float, mode: str = mode, system: Any = system) -> None:
             ds = f"{mode}-N{n}-p{p}-t{int(t)}"
-            res = system.run_phase(_ior(f"w-{ds}", "write", n, p, t, ds, fsync=True, **common))
-            rows.extend(_rows(res, mode=mode, op="write", N=n, p=p, x=n * p, t=t))
-            progress(phase.repetitions)
-
-        def read(n: int, p: int, t: float, mode: str = mode, system: Any = system) -> None:
-            ds = f"{mode}-N{n}-p{p}-t{int(t)}"
-            res = system.run_phase(_ior(f"r-{ds}", "read", n, p, t, ds, **common))
-            rows.extend(_rows(res, mode=mode, op="read", N=n, p=p, x=n * p, t=t))
+            fsync = {"fsync": True} if op == "write" else {}
+            res = system.run_phase(_ior(f"{op[0]}-{ds}", op, n, p, t, ds, **fsync, **common))
+            rows.extend(_rows(res, mode=mode, op=op, N=n, p=p, x=n * p, t=t))
             progress(phase.repetitions)
 
         if mode == "naive":
             for n, p, t in combos:
-                write(n, p, t)
-                read(n, p, t)
+                test("write", n, p, t)
+                test("read", n, p, t)
         else:
             for n, p, t in combos:
-                write(n, p, t)
+                test("write", n, p, t)
             _age(system, phase.aging_bytes, phase.aging_passes, max(phase.nodes), 16)
             for n, p, t in combos:
-                read(n, p, t)
+                test("read", n, p, t)
     return rows
 
 
@@ -492,19 +485,18 @@ def summarize_iops(df: pd.DataFrame) -> dict[str, float]:
 def size_worker(
     model: Any,
     phase: VastSizeSweepPhase,
-    sizes: list[float],
+    jobs: list[tuple[float, bool]],
     seed: int,
     progress: Progress,
-    aged: bool = False,
 ) -> list[dict[str, Any]]:
-    """Fig. 5 for ``sizes``, each on a fresh system; one row per repetition.
+    """Fig. 5 for ``jobs`` of (dataset size in bytes, aged), each on a fresh system.
 
-    With ``aged`` the dataset is flushed to QLC (8 TiB of throw-away data)
-    before it is read: the reference rate of a dataset fully on QLC.
+    An aged dataset is flushed to QLC (8 TiB of throw-away data) before it is
+    read: the reference rate of a dataset fully on QLC.  One row per repetition.
     """
     n, p = phase.nodes, phase.ranks_per_node
     rows: list[dict[str, Any]] = []
-    for size in sizes:
+    for size, aged in jobs:
         system = _system(model, seed)
         ds = f"size-{size:.6g}"
         segments = max(1, int(size / (n * p) // MIB))
@@ -549,19 +541,6 @@ def size_worker(
     return rows
 
 
-def _size_jobs(
-    model: Any,
-    phase: VastSizeSweepPhase,
-    jobs: list[tuple[float, bool]],
-    seed: int,
-    progress: Progress,
-) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
-    for size, aged in jobs:
-        rows.extend(size_worker(model, phase, [size], seed, progress, aged=aged))
-    return rows
-
-
 def run_size_sweep(model: Any, phase: VastSizeSweepPhase, seed: int = 0) -> pd.DataFrame:
     """Run Fig. 5's sweep; one row per test (size, SCM fraction, aged, rep, iops).
 
@@ -572,7 +551,7 @@ def run_size_sweep(model: Any, phase: VastSizeSweepPhase, seed: int = 0) -> pd.D
     groups = _split(jobs, phase.workers)
     arg_sets = [(model, phase, group, seed) for group in groups]
     total = len(jobs) * phase.repetitions
-    return pd.DataFrame(_parallel(_size_jobs, arg_sets, total, phase.name, phase.progress))
+    return pd.DataFrame(_parallel(size_worker, arg_sets, total, phase.name, phase.progress))
 
 
 def summarize_sizes(df: pd.DataFrame) -> dict[str, float]:
@@ -636,11 +615,6 @@ def run_study_phase(model: Any, phase: Any, seed: int) -> PhaseResult:
         bytes_B=math.nan,
         extra=extra,
     )
-
-
-def table(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
-    """Rows of a study phase's ``extra["rows"]`` as a DataFrame."""
-    return pd.DataFrame(list(rows))
 
 
 # ------------------------------------------------------------------ figures

@@ -39,7 +39,7 @@ import simpy
 from pydantic import Field
 
 from flashsim.components.drive import Drive
-from flashsim.components.nic import Direction
+from flashsim.components.nic import Direction, NicSpec
 from flashsim.components.raid import DriveOp
 from flashsim.components.ssd import SsdState
 from flashsim.config import Bytes, Seconds, StrictModel
@@ -164,6 +164,7 @@ class OpCost:
     pcie_down_B: float
     latency_s: float
     fixed_delay_s: float
+    nic_s: float
 
 
 @dataclass
@@ -261,15 +262,7 @@ class Lustre(BuiltSystem):
         flows = self.sim.flows
         env = self.sim.env
         name = f"{self.model.name}.oss{index}"
-        nic: dict[str, list[Resource]] = {}
-        q_nic: dict[str, list[FifoQueue]] = {}
-        for d in ("ingress", "egress"):
-            direction: Direction = "ingress" if d == "ingress" else "egress"
-            nic[d] = [
-                flows.add_resource(f"{name}.nic{p}.{d}", spec.nic.port_Bps(direction))
-                for p in range(spec.nic.ports)
-            ]
-            q_nic[d] = [FifoQueue(env, f"{name}.nic{p}.{d}") for p in range(spec.nic.ports)]
+        nic, q_nic = self._nic_ports(name, spec.nic)
         cpu = flows.add_resource(f"{name}.cpu", capacity_ops=float(spec.cpu.cores))
         q_cpu = FifoQueue(env, f"{name}.cpu", spec.cpu.cores)
         rng = self.sim.rng(f"{name}.variability")
@@ -331,20 +324,29 @@ class Lustre(BuiltSystem):
         """Compute node ``index``, built on first use."""
         if index in self.clients:
             return self.clients[index]
-        spec = self.model.client.nic
         name = f"{self.model.name}.client{index}"
-        nic: dict[str, list[Resource]] = {}
-        q_nic: dict[str, list[FifoQueue]] = {}
-        for d in ("ingress", "egress"):
-            direction: Direction = "ingress" if d == "ingress" else "egress"
-            nic[d] = [
-                self.sim.flows.add_resource(f"{name}.nic{p}.{d}", spec.port_Bps(direction))
-                for p in range(spec.ports)
-            ]
-            q_nic[d] = [FifoQueue(self.sim.env, f"{name}.nic{p}.{d}") for p in range(spec.ports)]
+        nic, q_nic = self._nic_ports(name, self.model.client.nic)
         node = ClientNode(name=name, nic=nic, q_nic=q_nic)
         self.clients[index] = node
         return node
+
+    def _nic_ports(
+        self, name: str, spec: NicSpec
+    ) -> tuple[dict[str, list[Resource]], dict[str, list[FifoQueue]]]:
+        """Per-direction port resources (flow) and queues (request) of a node's NIC."""
+        directions: tuple[Direction, Direction] = ("ingress", "egress")
+        nic: dict[str, list[Resource]] = {
+            d: [
+                self.sim.flows.add_resource(f"{name}.nic{p}.{d}", spec.port_Bps(d))
+                for p in range(spec.ports)
+            ]
+            for d in directions
+        }
+        q_nic: dict[str, list[FifoQueue]] = {
+            d: [FifoQueue(self.sim.env, f"{name}.nic{p}.{d}") for p in range(spec.ports)]
+            for d in directions
+        }
+        return nic, q_nic
 
     def fabric_link(self, direction: str, group: int, links: int) -> Resource:
         """Global links between the compute group and I/O group ``group`` in ``direction``."""
@@ -435,6 +437,7 @@ class Lustre(BuiltSystem):
             pcie_down_B=down,
             latency_s=latency,
             fixed_delay_s=fixed,
+            nic_s=nic_s,
         )
 
     def server_path(
@@ -499,36 +502,23 @@ class Lustre(BuiltSystem):
                     state.flow_bytes_B = total
 
     def ost_peak_Bps(self, op: OpKind, targets: int = 1) -> float:
-        """Nominal bandwidth of ``targets`` OSTs: drives' datasheet sum, after parity for writes."""
-        spec = self.model.oss
-        raw = spec.drives_per_target * spec.drive.bandwidth_Bps(op)
-        if op == "write":
-            raw /= spec.raid.full_stripe_write_weight()
-        return targets * raw
+        """Nominal bandwidth (bytes/s) of ``targets`` OSTs (``ServerSpec.target_peak_Bps``)."""
+        return targets * self.model.oss.target_peak_Bps(op)
 
     def ost_peak_iops(self, op: OpKind, targets: int = 1, size_B: float = 4096.0) -> float:
-        """Nominal IOPS of ``targets`` OSTs: drives' datasheet sum over the RAID write penalty."""
-        spec = self.model.oss
-        raw = spec.drives_per_target * spec.drive.iops(op)
-        if op == "write":
-            writes = sum(o.count for o in spec.raid.write_ops(size_B) if o.op == "write")
-            raw /= max(writes, 1.0)
-        return targets * raw
+        """Nominal operations/s of ``targets`` OSTs (see :meth:`ServerSpec.target_peak_iops`)."""
+        return targets * self.model.oss.target_peak_iops(op, size_B)
 
     def _run_obdfilter(self, phase: ObdfilterPhase) -> PhaseResult:
         sim = self.sim
-        server, ost = self.ost(phase.ost)
+        _, ost = self.ost(phase.ost)
         cost = self.op_cost(ost, phase.operation, phase.record_size, sequential=True)
         records = max(1, int(phase.size // phase.record_size))
         threads = min(phase.threads, records)
         per_thread = records / threads * phase.record_size
         # obdfilter drives the OSD directly: no client, network or RPC handling.
         path = self.ost_path(ost, cost)
-        drive_latency = cost.latency_s - cost.fixed_delay_s - cost.cpu_s
-        drive_latency -= phase.record_size * (
-            1 / self.model.client.nic.port_Bps(_dirs(phase.operation)[0])
-            + 1 / server.spec.nic.port_Bps(_dirs(phase.operation)[1])
-        )
+        drive_latency = cost.latency_s - cost.fixed_delay_s - cost.cpu_s - cost.nic_s
         cap = phase.record_size / max(drive_latency, 1e-9)
         start = sim.now
         flows = [

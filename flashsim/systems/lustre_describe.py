@@ -67,15 +67,17 @@ def describe_model(model: LustreModel) -> Description:
     chunk = raid.chunk
     rpc = model.client.lustre.rpc_size
     page = 4096.0
-    rmw_writes = sum(o.count for o in raid.write_ops(page) if o.op == "write")
     rmw = raid.write_ops(page)
+    rmw_writes = sum(o.count for o in rmw if o.op == "write")
+    # Drive time of one 4 KiB read-modify-write: each drive operation holds the
+    # busier of its command units and its data path.
     drive_time_rmw = sum(
         o.count * max(drive.cmd_s(o.op, o.size_B) / drive.servers, drive.xfer_s(o.op, o.size_B))
         for o in rmw
     )
     layers: list[LayerPeak] = []
 
-    def both(scope: str, count: int, scale: int) -> None:
+    def both(scope: str, scale: int) -> None:
         raw_r = n * drive.bandwidth_Bps("read") * scale
         raw_w = n * drive.bandwidth_Bps("write") * scale
         layers.append(
@@ -98,19 +100,11 @@ def describe_model(model: LustreModel) -> Description:
                 raw_r,
                 raw_w / raid.full_stripe_write_weight(),
                 n * drive.random_iops_ceiling("read", page) * scale,
-                n
-                * drive.servers
-                / max(sum(o.count * drive.cmd_s(o.op, o.size_B) for o in rmw), 1e-30)
-                * scale
-                if drive.servers
-                else None,
+                n * scale / max(drive_time_rmw, 1e-30),
                 f"{raid.level} {raid.data}+{raid.parity}+{raid.spares}: writes x"
                 f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {rmw_writes:g} "
                 f"chunk writes + reads of {chunk / 1024:g} KiB",
             )
-        )
-        layers[-1].write_iops = min(
-            layers[-1].write_iops or math.inf, n * scale / max(drive_time_rmw, 1e-30)
         )
         layers.append(
             LayerPeak(
@@ -175,10 +169,9 @@ def describe_model(model: LustreModel) -> Description:
                     f"({rpc / 2**20:g} MiB RPCs for bandwidth)",
                 )
             )
-        del count
 
-    both("one OSS", 1, 1)
-    both("system", oss.count, oss.count)
+    both("one OSS", 1)
+    both("system", oss.count)
     net = model.network
     fabric = net.io_groups * net.compute_to_io_links * net.global_link_bandwidth
     layers.append(
@@ -213,10 +206,8 @@ def describe_model(model: LustreModel) -> Description:
 
     per_ost_read_iops = oss.drives_per_target * drive.random_iops_ceiling("read", page)
     derived = {
-        "ost_drive_read_Bps": oss.drives_per_target * drive.bandwidth_Bps("read"),
-        "ost_drive_write_Bps": oss.drives_per_target
-        * drive.bandwidth_Bps("write")
-        / raid.full_stripe_write_weight(),
+        "ost_drive_read_Bps": oss.target_peak_Bps("read"),
+        "ost_drive_write_Bps": oss.target_peak_Bps("write"),
         "ost_random_read_iops_ceiling": per_ost_read_iops,
         "ost_random_read_iops_full_seek": oss.drives_per_target * drive.iops("read"),
         "oss_read_Bps_peak": peak("read_Bps"),

@@ -7,19 +7,16 @@ relative to the system file.
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BeforeValidator, Field, ValidationInfo
+from pydantic import Field
 
 from flashsim.components.cpu import CpuSpec
-from flashsim.components.drive import load_drive
-from flashsim.components.hdd import HddSpec
+from flashsim.components.drive import DriveField
 from flashsim.components.lustre_client import LustreClientSpec
 from flashsim.components.nic import NicSpec
 from flashsim.components.pcie import PcieLink
 from flashsim.components.raid import RaidSpec
-from flashsim.components.ssd import SsdSpec
 from flashsim.config import (
     Bandwidth,
     Bytes,
@@ -27,20 +24,6 @@ from flashsim.config import (
     StrictModel,
     UnitFraction,
 )
-
-
-def _drive_file(value: Any, info: ValidationInfo) -> Any:
-    """Load a drive named by path (relative to the model file) into its datasheet dict."""
-    if not isinstance(value, str):
-        return value
-    base = Path((info.context or {}).get("model_dir", "."))
-    path = (base / value).resolve()
-    if not path.exists():
-        raise ValueError(f"drive file {path} not found")
-    return load_drive(path)
-
-
-DriveField = Annotated[SsdSpec | HddSpec, Field(discriminator="kind"), BeforeValidator(_drive_file)]
 
 
 class EnclosureSpec(StrictModel):
@@ -117,6 +100,25 @@ class ServerSpec(StrictModel):
     stack_read_efficiency: UnitFraction = 1.0
     stack_write_efficiency: UnitFraction = 1.0
     efficiency_spread: Annotated[float, Field(ge=0.0, le=0.5)] = 0.0
+
+    def target_peak_Bps(self, op: Literal["read", "write"]) -> float:
+        """Datasheet bandwidth (bytes/s) of one target's drives, after parity for writes.
+
+        The denominator of the seed's bandwidth efficiencies (seed 000 §IV-A).
+        """
+        raw = self.drives_per_target * self.drive.bandwidth_Bps(op)
+        return raw / self.raid.full_stripe_write_weight() if op == "write" else raw
+
+    def target_peak_iops(self, op: Literal["read", "write"], size_B: float = 4096.0) -> float:
+        """Datasheet operations/s of one target's drives over the RAID write penalty.
+
+        The denominator of the seed's IOPS efficiencies (seed 000 Table I).
+        """
+        raw = self.drives_per_target * self.drive.iops(op)
+        if op == "write":
+            writes = sum(o.count for o in self.raid.write_ops(size_B) if o.op == "write")
+            raw /= max(writes, 1.0)
+        return raw
 
 
 class ClientSpec(StrictModel):

@@ -31,7 +31,7 @@ NFS/RDMA stack, CNode metadata and transaction handling) + media latency
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -39,6 +39,7 @@ import simpy
 from pydantic import Field
 
 from flashsim.components.cpu import CpuSpec
+from flashsim.components.drive import DriveField
 from flashsim.components.fluid import DrainPath, FluidBuffer, split_evenly
 from flashsim.components.nfs import NfsClientModel, NfsClientSpec
 from flashsim.components.nic import NicSpec
@@ -46,6 +47,7 @@ from flashsim.components.ssd import SsdSpec
 from flashsim.components.tier import ScmQlcTier, TierSpec
 from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, StrictModel
 from flashsim.engine.flows import Flow, Resource
+from flashsim.engine.maxmin import FloatArray
 from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
@@ -63,12 +65,8 @@ from flashsim.systems.base import (
     SystemKind,
     bottleneck,
 )
-from flashsim.systems.lustre_model import DriveField
+from flashsim.units import MIB
 from flashsim.workloads.ior import IorPhase, IorRunner, RankStream
-
-KIB = 1024.0
-MIB = 1024.0**2
-TIB = 1024.0**4
 
 
 # ===================================================================== schema
@@ -221,44 +219,24 @@ class VastSystem(BuiltSystem):
         self.client_model = NfsClientModel(model.client)
         self.scm_spec: SsdSpec = _ssd(dn.scm_drive, "dnode.scm_drive")
         self.qlc_spec: SsdSpec = _ssd(dn.qlc_drive, "dnode.qlc_drive")
-        # Clients.
-        self.client_tx = [
-            flows.add_resource(f"{name}.client{i}.tx", self.client_model.nic_Bps("egress"))
-            for i in range(model.client.count)
-        ]
-        self.client_rx = [
-            flows.add_resource(f"{name}.client{i}.rx", self.client_model.nic_Bps("ingress"))
-            for i in range(model.client.count)
-        ]
-        # CNodes.
-        self.cnode_rx = [
-            flows.add_resource(f"{name}.cnode{i}.client_rx", cn.client_nic.node_Bps("ingress"))
-            for i in range(cn.count)
-        ]
-        self.cnode_tx = [
-            flows.add_resource(f"{name}.cnode{i}.client_tx", cn.client_nic.node_Bps("egress"))
-            for i in range(cn.count)
-        ]
-        self.cnode_ftx = [
-            flows.add_resource(f"{name}.cnode{i}.fabric_tx", cn.fabric_nic.node_Bps("egress"))
-            for i in range(cn.count)
-        ]
-        self.cnode_frx = [
-            flows.add_resource(f"{name}.cnode{i}.fabric_rx", cn.fabric_nic.node_Bps("ingress"))
-            for i in range(cn.count)
-        ]
+
+        def ports(node: str, count: int, label: str, capacity_Bps: float) -> list[Resource]:
+            return [
+                flows.add_resource(f"{name}.{node}{i}.{label}", capacity_Bps) for i in range(count)
+            ]
+
+        n_clients = model.client.count
+        self.client_tx = ports("client", n_clients, "tx", self.client_model.nic_Bps("egress"))
+        self.client_rx = ports("client", n_clients, "rx", self.client_model.nic_Bps("ingress"))
+        self.cnode_rx = ports("cnode", cn.count, "client_rx", cn.client_nic.node_Bps("ingress"))
+        self.cnode_tx = ports("cnode", cn.count, "client_tx", cn.client_nic.node_Bps("egress"))
+        self.cnode_ftx = ports("cnode", cn.count, "fabric_tx", cn.fabric_nic.node_Bps("egress"))
+        self.cnode_frx = ports("cnode", cn.count, "fabric_rx", cn.fabric_nic.node_Bps("ingress"))
         self.switch = flows.add_resource(
             f"{name}.fabric", model.fabric.switches * model.fabric.switch_bandwidth
         )
-        # DNodes and drives.
-        self.dnode_rx = [
-            flows.add_resource(f"{name}.dnode{i}.fabric_rx", dn.fabric_nic.node_Bps("ingress"))
-            for i in range(dn.count)
-        ]
-        self.dnode_tx = [
-            flows.add_resource(f"{name}.dnode{i}.fabric_tx", dn.fabric_nic.node_Bps("egress"))
-            for i in range(dn.count)
-        ]
+        self.dnode_rx = ports("dnode", dn.count, "fabric_rx", dn.fabric_nic.node_Bps("ingress"))
+        self.dnode_tx = ports("dnode", dn.count, "fabric_tx", dn.fabric_nic.node_Bps("egress"))
         self.scm: list[Resource] = []
         self.qlc: list[Resource] = []
         self.qlc_ops: list[Resource] = []
@@ -283,6 +261,7 @@ class VastSystem(BuiltSystem):
                 self.qlc_dnode.append(d)
         self._scm_share = np.bincount(self.scm_dnode, minlength=dn.count) / len(self.scm)
         self._qlc_dnode_idx = np.asarray(self.qlc_dnode)
+        self._qlc_share = np.bincount(self.qlc_dnode, minlength=dn.count) / len(self.qlc)
         self.tier = ScmQlcTier(
             sim,
             f"{name}.tier",
@@ -310,7 +289,7 @@ class VastSystem(BuiltSystem):
         self.ior = IorRunner(self, fidelity)
         self._entropy: dict[str, float] = {}
         self._versions: dict[str, int] = {}
-        self._cur_read: list[tuple[float, Any, float]] = []
+        self._cur_read: list[tuple[float, FloatArray | None]] = []
         self._queues: dict[str, list[tuple[FifoQueue, FifoQueue]]] | None = None
         self._cur_objs: list[str] = []
 
@@ -340,14 +319,11 @@ class VastSystem(BuiltSystem):
         ]
         return path
 
-    def _writeback_path(self, client: int) -> Any:
-        copies = float(self.model.tier.scm_copies)
+    def _writeback_path(self, client: int) -> Callable[[str], DrainPath]:
+        """What a client's dirty pages cross on their way to SCM: a write's server path."""
 
         def path(_head: str) -> DrainPath:
-            hops = [(self.client_tx[client], 1.0)]
-            hops += split_evenly([self.cnode_rx[i] for i in self.client_cnodes(client)], 1.0)
-            hops += self._fabric_out(copies, client)
-            hops += self.tier.ingest_path()
+            hops = self._write_server_path(client)
             return DrainPath(hops, op_size_B=self.client_model.mount.wsize, key=None)
 
         return path
@@ -361,8 +337,9 @@ class VastSystem(BuiltSystem):
         path.append((self.switch, 1.0 + out))
         path += split_evenly(self.cnode_frx, 1.0)
         path += split_evenly(self.cnode_ftx, out)
-        share = np.bincount(self.qlc_dnode, minlength=len(self.dnode_rx)) / len(self.qlc)
-        path += [(r, out * float(s)) for r, s in zip(self.dnode_rx, share, strict=True) if s]
+        path += [
+            (r, out * float(s)) for r, s in zip(self.dnode_rx, self._qlc_share, strict=True) if s
+        ]
         return path
 
     def _read_path(self, client: int, obj: str) -> list[tuple[Resource, float]]:
@@ -464,7 +441,7 @@ class VastSystem(BuiltSystem):
             self._cur_objs = [
                 self.object_name(dataset, phase.file_of(r)) for r in range(phase.ranks)
             ]
-            self._cur_read = [self.tier.read_weights(obj) for obj in self._cur_objs]
+            self._cur_read = [self._read_picks(obj) for obj in self._cur_objs]
 
     def ior_streams(self, phase: IorPhase) -> list[RankStream]:
         """One stream per rank: where its bytes go and its own rate cap."""
@@ -555,13 +532,14 @@ class VastSystem(BuiltSystem):
             ]
             yield env.all_of(visits)
             return
-        f_scm, qlc_w, _ = self._cur_read[rank]
-        if rng.random() < f_scm or qlc_w.sum() <= 0:
+        f_scm, qlc_cdf = self._cur_read[rank]
+        if rng.random() < f_scm or qlc_cdf is None:
             drive = queues["scm"][int(rng.integers(len(self.scm)))]
             scale = 1.0 / self.model.tier.scm_read_efficiency
             yield from self._visit(drive, self.scm_spec, "read", size, scale)
         else:
-            index = int(rng.choice(len(self.qlc), p=qlc_w / qlc_w.sum()))
+            # As rng.choice(p=...) draws it: one uniform against the cumulative weights.
+            index = int(qlc_cdf.searchsorted(rng.random(), side="right"))
             yield from self._visit(
                 queues["qlc"][index],
                 self.qlc_spec,
@@ -569,6 +547,20 @@ class VastSystem(BuiltSystem):
                 size,
                 extra_delay_s=self.model.dnode.qlc_read_overhead,
             )
+
+    def _read_picks(self, obj: str) -> tuple[float, FloatArray | None]:
+        """Fraction of ``obj`` in SCM and the cumulative QLC-drive weights of its reads.
+
+        Computed once per repetition so request fidelity draws a drive per
+        read with one uniform number (``None`` when nothing is on QLC).
+        """
+        f_scm, qlc_w, _ = self.tier.read_weights(obj)
+        total = qlc_w.sum()
+        if total <= 0:
+            return f_scm, None
+        cdf = np.cumsum(qlc_w / total)
+        cdf /= cdf[-1]
+        return f_scm, cdf
 
     def _visit(
         self,
@@ -621,11 +613,6 @@ class VastSystem(BuiltSystem):
         result.extra["tier_scm_B"] = self.tier.check().scm_B
         result.extra["tier_migrated_B"] = self.tier.migrated_B
         return result
-
-    def settle(self) -> None:
-        """Write back every client cache (as ``sync`` on all clients would)."""
-        events = [c.flush() for c in self.caches]
-        self.sim.run(self.sim.env.all_of(events))
 
     def prefill(self, fraction: float = 1.0) -> None:
         """Write ``fraction`` of the SCM hold level of throw-away data (steady state).

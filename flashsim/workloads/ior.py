@@ -271,10 +271,6 @@ class RepetitionResult:
 
     Attributes
     ----------
-    bytes_B : float
-        ``aggFileSizeForBW``: bytes moved by all ranks.
-    time_s : float
-        Time of the slowest rank (s), open/close excluded.
     transfer_size_B : float
         ``-t`` in bytes.
     rank_bytes_B : numpy.ndarray
@@ -285,8 +281,6 @@ class RepetitionResult:
         Request fidelity: relative 95 % half-width of the steady-state rate.
     """
 
-    bytes_B: float
-    time_s: float
     transfer_size_B: float
     rank_bytes_B: np.ndarray[Any, np.dtype[np.float64]]
     rank_times_s: np.ndarray[Any, np.dtype[np.float64]]
@@ -296,9 +290,19 @@ class RepetitionResult:
     p99_response_s: float = math.nan
 
     @property
+    def bytes_B(self) -> float:
+        """``aggFileSizeForBW``: bytes moved by all ranks."""
+        return float(self.rank_bytes_B.sum())
+
+    @property
+    def time_s(self) -> float:
+        """Time of the slowest rank (s), open/close excluded."""
+        return float(self.rank_times_s.max())
+
+    @property
     def bandwidth_Bps(self) -> float:
         """IOR bandwidth: bytes over the slowest rank's time (bytes/s)."""
-        return self.bytes_B / self.time_s if self.time_s > 0 else math.nan
+        return ior_bandwidth(self.rank_bytes_B, self.rank_times_s)
 
     @property
     def iops(self) -> float:
@@ -344,18 +348,30 @@ def stonewall_bytes(
     limit = np.asarray(limit_B, dtype=np.float64)
     whole = np.ceil(moved / transfer_B - 1e-9) * transfer_B
     counts = np.minimum(np.maximum(whole, 0.0), limit)
-    if wear_out:
-        counts = np.minimum(np.full_like(counts, counts.max()), limit)
-    return counts
+    return wear_out_bytes(counts, limit) if wear_out else counts
 
 
-def ior_bandwidth(rank_bytes_B: Sequence[float], rank_times_s: Sequence[float]) -> float:
+def wear_out_bytes(
+    counts_B: np.ndarray[Any, np.dtype[np.float64]],
+    limit_B: np.ndarray[Any, np.dtype[np.float64]],
+) -> np.ndarray[Any, np.dtype[np.float64]]:
+    """``stoneWallingWearOut``: every rank continues to ``B_max``, within its own limit (bytes)."""
+    worn: np.ndarray[Any, np.dtype[np.float64]] = np.minimum(
+        np.full_like(counts_B, counts_B.max()), limit_B
+    )
+    return worn
+
+
+def ior_bandwidth(
+    rank_bytes_B: Sequence[float] | np.ndarray[Any, np.dtype[np.float64]],
+    rank_times_s: Sequence[float] | np.ndarray[Any, np.dtype[np.float64]],
+) -> float:
     """IOR's bandwidth: the sum of bytes over the slowest rank's time (bytes/s).
 
     With wear-out every rank moved ``B_max``, so this is ``N * B_max / t_max``.
     """
-    t_max = max(rank_times_s)
-    return float(sum(rank_bytes_B)) / t_max if t_max > 0 else math.nan
+    t_max = float(np.max(rank_times_s))
+    return float(np.sum(rank_bytes_B)) / t_max if t_max > 0 else math.nan
 
 
 # ------------------------------------------------------------------- runner
@@ -474,7 +490,7 @@ class IorRunner:
                     stonewall_bytes(issued, phase.transfer_size, limits, False),
                 )
                 if phase.wear_out:
-                    counts = np.minimum(np.full(n, counts.max()), limits)
+                    counts = wear_out_bytes(counts, limits)
                 for i, f in enumerate(flows):
                     if f is None or f.done.triggered:
                         continue
@@ -503,13 +519,10 @@ class IorRunner:
 
         procs = [env.process(rank_proc(i)) for i in range(n)]
         sim.run(env.all_of(procs))
-        times = rank_end - t0
         return RepetitionResult(
-            bytes_B=float(counts.sum()),
-            time_s=float(times.max()),
             transfer_size_B=phase.transfer_size,
             rank_bytes_B=counts,
-            rank_times_s=times,
+            rank_times_s=rank_end - t0,
             simulated_s=sim.now - t0,
         )
 
@@ -554,13 +567,11 @@ class IorRunner:
         moved = rate_Bps * window
         counts = np.full(n, moved / n)
         if phase.wear_out:
-            counts = np.minimum(np.full(n, counts.max()), limits)
+            counts = wear_out_bytes(counts, limits)
         steady = loop.responses_s
         return RepetitionResult(
             mean_response_s=float(steady.mean()) if steady.size else math.nan,
             p99_response_s=float(np.percentile(steady, 99)) if steady.size else math.nan,
-            bytes_B=float(counts.sum()),
-            time_s=float(counts.sum()) / rate_Bps,
             transfer_size_B=phase.transfer_size,
             rank_bytes_B=counts,
             rank_times_s=np.full(n, float(counts.sum()) / rate_Bps),
