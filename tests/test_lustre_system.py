@@ -241,6 +241,7 @@ def flashsim(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
         ("oss.cpu.pcie_lanes=64", "oss.cpu.pcie_lanes"),
         ("oss.drive_link.generation=5", "oss.drive_link.generation"),
         ("client.lustre.stripe_count=300", "client.lustre.stripe_count"),
+        ("oss.read_cache=true", "oss.read_cache"),
     ],
 )
 def test_inconsistent_model_is_refused(root: Path, setting: str, key: str) -> None:

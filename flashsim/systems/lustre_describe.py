@@ -19,6 +19,11 @@ def check_model(model: LustreModel) -> None:
     for role, spec in (("oss", model.oss), ("mds", model.mds)):
         if spec is None:
             continue
+        if spec.read_cache:
+            raise ValueError(
+                f"{role}.read_cache: a server DRAM read cache is not modelled yet "
+                "(an all-flash OSS does not cache object data by default); set it to false"
+            )
         need = spec.raid.min_drives()
         if spec.drives_per_target < need:
             raise ValueError(

@@ -19,7 +19,6 @@ from flashsim.components.pcie import PcieLink
 from flashsim.components.raid import RaidSpec
 from flashsim.config import (
     Bandwidth,
-    Bytes,
     NonNegativeSeconds,
     StrictModel,
     UnitFraction,
@@ -65,10 +64,9 @@ class ServerSpec(StrictModel):
         Server network adapters.
     enclosure : EnclosureSpec or None
         Enclosure the server sits in (for PCIe-lane and drive-bay checks).
-    dram : float or None
-        Server memory in bytes (read-cache flushing needs twice this).
     read_cache : bool
-        Whether the server caches object data in DRAM.
+        Whether the server caches object data in DRAM; only ``false`` is
+        modelled so far (an all-flash OSS does not cache by default).
     rpc_cost : float
         CPU time (s) per Lustre RPC (request handling, bulk setup).
     sub_stripe_write_cost : float
@@ -92,7 +90,6 @@ class ServerSpec(StrictModel):
     cpu: CpuSpec
     nic: NicSpec
     enclosure: EnclosureSpec | None = None
-    dram: Bytes | None = None
     read_cache: bool = False
     rpc_cost: NonNegativeSeconds = "0 s"
     sub_stripe_write_cost: NonNegativeSeconds = "0 s"
