@@ -183,7 +183,9 @@ def test_incremental_matches_full_on_a_large_instance() -> None:
         flows[i] = net.start_flow(1e15, [(res[c], w) for c, w in inst.paths[i]])
         net.solve_now()
         np.testing.assert_allclose(net.snapshot()["rates_Bps"], full_solution(net), rtol=1e-7)
-    assert net.stats["repairs"] >= 60
+    # Every one of the 60 events was handled incrementally (class level or flow-level repair).
+    assert net.stats["full_solves"] == 1
+    assert net.stats["repairs"] + net.stats["class_events"] >= 60
 
 
 def test_utilization_and_throughput_of_a_shared_resource() -> None:
@@ -197,3 +199,160 @@ def test_utilization_and_throughput_of_a_shared_resource() -> None:
     assert net.utilization(nic) == pytest.approx(0.08)
     unlimited = net.add_resource("free")
     assert net.utilization(unlimited) == 0.0
+
+
+# --------------------------------------------------------------------------------------
+# Many flows sharing one or two bottlenecks: the class fast path against references.
+
+
+@st.composite
+def shared_scripts(draw: st.DrawFn):
+    """Many flows over one or two shared links plus private edge links, some capped."""
+    n_shared = draw(st.integers(1, 2))
+    n_edge = draw(st.integers(2, 12))
+    shared_caps = draw(st.lists(st.floats(20.0, 200.0), min_size=n_shared, max_size=n_shared))
+    edge_caps = draw(st.lists(st.floats(2.0, 60.0), min_size=n_edge, max_size=n_edge))
+    n_flows = draw(st.integers(20, 120))
+    flows = []
+    for _ in range(n_flows):
+        shared = draw(st.sampled_from([[0], [1], [0, 1]][: 1 if n_shared == 1 else 3]))
+        edges = draw(st.lists(st.integers(0, n_edge - 1), min_size=1, max_size=2, unique=True))
+        path = [(s, draw(st.sampled_from([1.0, 1.0, 1.25, 2.0]))) for s in shared]
+        path += [(n_shared + e, 1.0) for e in edges]
+        start = draw(st.sampled_from([0.0, 0.0, 0.0, draw(st.floats(0.0, 8.0))]))
+        size = float(draw(st.integers(1, 400)))
+        cap = draw(st.one_of(st.none(), st.none(), st.floats(0.2, 10.0)))
+        prio = draw(st.sampled_from([1.0, 1.0, 2.0, 0.5]))
+        flows.append((start, size, path, cap, prio))
+    changes = draw(
+        st.lists(
+            st.tuples(
+                st.floats(0.0, 10.0),
+                st.integers(0, n_shared + n_edge - 1),
+                st.floats(5.0, 150.0),
+            ),
+            max_size=3,
+        )
+    )
+    return shared_caps + edge_caps, flows, changes
+
+
+def reference_completions(caps, flows, changes) -> list[float]:
+    """Completion times by a full max-min solve at every event (no incremental state)."""
+    caps = np.array(caps, dtype=float)
+    n = len(flows)
+    remaining = np.array([f[1] for f in flows], dtype=float)
+    starts = np.array([f[0] for f in flows])
+    end = np.full(n, np.nan)
+    pending_changes = sorted(changes)
+    now = 0.0
+    while np.isnan(end).any():
+        active = np.flatnonzero((starts <= now) & np.isnan(end))
+        rates = np.zeros(n)
+        if active.size:
+            ef, ec, ew = [], [], []
+            for local, i in enumerate(active):
+                for c, w in flows[i][2]:
+                    ef.append(local)
+                    ec.append(c)
+                    ew.append(w)
+            prio = np.array([flows[i][4] for i in active])
+            cap = np.array([np.inf if flows[i][3] is None else flows[i][3] for i in active])
+            level = solve_maxmin(
+                np.array(ef, dtype=np.int64),
+                np.array(ec, dtype=np.int64),
+                np.array(ew),
+                caps,
+                cap / prio,
+                prio,
+            )
+            rates[active] = level * prio
+        with np.errstate(divide="ignore"):
+            ttc = np.where(rates > 0, remaining / np.where(rates > 0, rates, 1.0), np.inf)
+        t_next = [now + float(ttc[active].min()) if active.size else np.inf]
+        future = starts[starts > now]
+        t_next.append(float(future.min()) if future.size else np.inf)
+        t_next.append(pending_changes[0][0] if pending_changes else np.inf)
+        t = min(t_next)
+        remaining -= rates * (t - now)
+        now = t
+        done = active[remaining[active] <= 1e-9 * np.array([flows[i][1] for i in active])]
+        end[done] = now
+        while pending_changes and pending_changes[0][0] <= now:
+            _, r, c = pending_changes.pop(0)
+            caps[r] = c
+    return end.tolist()
+
+
+def run_shared(caps, flows, changes, check_rates: bool):
+    env = simpy.Environment()
+    net = FlowNetwork(env)
+    res = [net.add_resource(f"r{i}", capacity_Bps=c) for i, c in enumerate(caps)]
+    ends = [np.nan] * len(flows)
+    mismatches = []
+
+    def starter(i, start, size, path, cap, prio):
+        if start > 0:
+            yield env.timeout(start)
+        flow = net.start_flow(size, [(res[c], w) for c, w in path], rate_cap_Bps=cap, priority=prio)
+        yield flow.done
+        ends[i] = flow.end_s
+
+    def changer(t, r, c):
+        yield env.timeout(t)
+        net.set_capacity(res[r], capacity_Bps=c)
+
+    def checker():
+        while any(np.isnan(ends)):
+            yield env.timeout(0.29)
+            if net.active_flows:
+                incremental = net.snapshot()["rates_Bps"]
+                if not np.allclose(incremental, full_solution(net), rtol=1e-7, atol=1e-9):
+                    mismatches.append(env.now)
+
+    for i, f in enumerate(flows):
+        env.process(starter(i, *f))
+    for ch in changes:
+        env.process(changer(*ch))
+    if check_rates:
+        env.process(checker())
+    env.run()
+    return net, ends, mismatches
+
+
+@settings(max_examples=80, deadline=None)
+@given(shared_scripts())
+def test_shared_bottlenecks_rates_equal_full_solve_throughout(script) -> None:
+    caps, flows, changes = script
+    net, ends, mismatches = run_shared(caps, flows, changes, check_rates=True)
+    assert not mismatches
+    assert not any(np.isnan(ends))
+
+
+@settings(max_examples=80, deadline=None)
+@given(shared_scripts())
+def test_shared_bottlenecks_completion_times_equal_reference(script) -> None:
+    caps, flows, changes = script
+    net, ends, _ = run_shared(caps, flows, changes, check_rates=False)
+    np.testing.assert_allclose(ends, reference_completions(caps, flows, changes), rtol=1e-7)
+    # The shared bottleneck is handled at class level, not by re-solving every flow.
+    assert net.stats["class_events"] > 0
+
+
+def test_one_shared_bottleneck_costs_no_flow_level_solve_per_event() -> None:
+    """1,000 flows on one backbone: each completion is a class event, not a re-solve."""
+    env = simpy.Environment()
+    net = FlowNetwork(env)
+    backbone = net.add_resource("backbone", capacity_Bps=100.0)
+    edges = [net.add_resource(f"edge{i}", capacity_Bps=100.0) for i in range(100)]
+    flows = [
+        net.start_flow(float(1 + i), [(edges[i % 100], 1.0), (backbone, 1.0)])
+        for i in range(1000)
+    ]
+    env.run()
+    # All share 100 B/s: a flow of i+1 bytes ends once the total of min(size, s) moved.
+    sizes = np.arange(1, 1001, dtype=float)
+    expected = np.array([np.minimum(sizes, s).sum() / 100.0 for s in sizes])
+    np.testing.assert_allclose([f.end_s for f in flows], expected, rtol=1e-9)
+    assert net.stats["class_events"] >= 990
+    assert net.stats["full_solves"] + net.stats["repairs"] <= 10
