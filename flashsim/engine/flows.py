@@ -771,10 +771,12 @@ class FlowNetwork(FlowState):
         # Bytes moved so far and each flow's remaining bytes, from the old classes.
         vt_old = self._class_clocks_now()
         vt_flow = np.where(known, vt_old[np.maximum(cls, 0)], 0.0)
-        con_bytes = np.bincount(
-            pc.ravel(), weights=(coef * (prio * vt_flow)[:, None]).ravel(), minlength=n
-        )[:n]
-        con_bytes -= self._con_z[:n]
+        con_bytes: FloatArray = (
+            np.bincount(
+                pc.ravel(), weights=(coef * (prio * vt_flow)[:, None]).ravel(), minlength=n
+            )[:n]
+            - self._con_z[:n]
+        )
         size = np.array([self._spec[s][4] for s in active.tolist()])  # type: ignore[index]
         tag_old = np.array(self._tag)[active]
         remaining = np.where(known, np.maximum(prio * (tag_old - vt_flow), 0.0), size)
@@ -969,10 +971,10 @@ class FlowNetwork(FlowState):
                 assert spec is not None
                 remaining = self._leave(i) if self._cls[i] >= 0 else spec[4]
                 if capped:
-                    cid = self._cap_class.get(spec[3])
+                    cap_cid = self._cap_class.get(spec[3])
                     c = (
-                        self._classes[cid]
-                        if cid is not None
+                        self._classes[cap_cid]
+                        if cap_cid is not None
                         else self._new_class(0, spec[3], spec[3])
                     )
                 else:
