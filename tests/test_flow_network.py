@@ -324,7 +324,7 @@ def run_shared(caps, flows, changes, check_rates: bool):
 @given(shared_scripts())
 def test_shared_bottlenecks_rates_equal_full_solve_throughout(script) -> None:
     caps, flows, changes = script
-    net, ends, mismatches = run_shared(caps, flows, changes, check_rates=True)
+    _net, ends, mismatches = run_shared(caps, flows, changes, check_rates=True)
     assert not mismatches
     assert not any(np.isnan(ends))
 
@@ -346,8 +346,7 @@ def test_one_shared_bottleneck_costs_no_flow_level_solve_per_event() -> None:
     backbone = net.add_resource("backbone", capacity_Bps=100.0)
     edges = [net.add_resource(f"edge{i}", capacity_Bps=100.0) for i in range(100)]
     flows = [
-        net.start_flow(float(1 + i), [(edges[i % 100], 1.0), (backbone, 1.0)])
-        for i in range(1000)
+        net.start_flow(float(1 + i), [(edges[i % 100], 1.0), (backbone, 1.0)]) for i in range(1000)
     ]
     env.run()
     # All share 100 B/s: a flow of i+1 bytes ends once the total of min(size, s) moved.
@@ -356,3 +355,121 @@ def test_one_shared_bottleneck_costs_no_flow_level_solve_per_event() -> None:
     np.testing.assert_allclose([f.end_s for f in flows], expected, rtol=1e-9)
     assert net.stats["class_events"] >= 990
     assert net.stats["full_solves"] + net.stats["repairs"] <= 10
+
+
+# --------------------------------------------------------------------------------------
+# Shared segments (a stripe set stored once) behave exactly like expanded paths.
+
+
+@st.composite
+def segment_scripts(draw: st.DrawFn):
+    n_res = draw(st.integers(3, 10))
+    caps = draw(st.lists(st.floats(5.0, 100.0), min_size=n_res, max_size=n_res))
+    ops_caps = draw(st.lists(st.floats(2.0, 60.0), min_size=n_res, max_size=n_res))
+    n_segs = draw(st.integers(1, 3))
+    segments = [
+        [
+            (r, draw(st.sampled_from([0.25, 0.5, 1.0, 1.25])))
+            for r in draw(st.lists(st.integers(0, n_res - 1), min_size=1, max_size=6, unique=True))
+        ]
+        for _ in range(n_segs)
+    ]
+    flows = []
+    for _ in range(draw(st.integers(5, 60))):
+        own = draw(st.lists(st.integers(0, n_res - 1), max_size=2, unique=True))
+        segs = draw(st.lists(st.integers(0, n_segs - 1), max_size=2, unique=True))
+        if not own and not segs:
+            own = [draw(st.integers(0, n_res - 1))]
+        path = [(r, 1.0) for r in own] + [
+            (n_res + g, draw(st.sampled_from([0.5, 1.0]))) for g in segs
+        ]
+        start = draw(st.sampled_from([0.0, 0.0, draw(st.floats(0.0, 6.0))]))
+        size = float(draw(st.integers(1, 300)))
+        cap = draw(st.one_of(st.none(), st.none(), st.floats(0.5, 20.0)))
+        flows.append((start, size, path, cap))
+    changes = draw(
+        st.lists(
+            st.tuples(st.floats(0.0, 8.0), st.integers(0, n_res - 1), st.floats(5.0, 100.0)),
+            max_size=3,
+        )
+    )
+    with_ops = draw(st.booleans())
+    return caps, ops_caps if with_ops else None, segments, flows, changes
+
+
+def run_segments(script, expand: bool):
+    caps, ops_caps, segments, flows, changes = script
+    n_res = len(caps)
+    env = simpy.Environment()
+    net = FlowNetwork(env)
+    res = [
+        net.add_resource(f"r{i}", capacity_Bps=c, capacity_ops=None if ops_caps is None else oc)
+        for i, (c, oc) in enumerate(zip(caps, ops_caps or caps, strict=True))
+    ]
+    segs = [
+        net.add_segment(f"s{g}", [(res[r], w) for r, w in seg]) for g, seg in enumerate(segments)
+    ]
+    ends = [np.nan] * len(flows)
+    moved = []
+
+    def path_of(path):
+        out = []
+        for e, w in path:
+            if e < n_res:
+                out.append((res[e], w))
+            elif expand:
+                out.extend((res[r], w * sw) for r, sw in segments[e - n_res])
+            else:
+                out.append((segs[e - n_res], w))
+        return out
+
+    def starter(i, start, size, path, cap):
+        if start > 0:
+            yield env.timeout(start)
+        flow = net.start_flow(size, path_of(path), rate_cap_Bps=cap, op_size_B=2.0)
+        yield flow.done
+        ends[i] = flow.end_s
+
+    def changer(t, r, c):
+        yield env.timeout(t)
+        net.set_capacity(res[r], capacity_Bps=c)
+
+    def checker():
+        while any(np.isnan(ends)):
+            yield env.timeout(0.31)
+            if net.active_flows:
+                incremental = net.snapshot()["rates_Bps"]
+                if not np.allclose(incremental, full_solution(net), rtol=1e-7, atol=1e-9):
+                    moved.append(("mismatch", env.now))
+
+    for i, f in enumerate(flows):
+        env.process(starter(i, *f))
+    for ch in changes:
+        env.process(changer(*ch))
+    env.process(checker())
+    env.run()
+    return ends, [net.bytes_moved(r) for r in res], moved
+
+
+@settings(max_examples=80, deadline=None)
+@given(segment_scripts())
+def test_segments_equal_expanded_paths(script) -> None:
+    ends_seg, bytes_seg, mismatches = run_segments(script, expand=False)
+    ends_exp, bytes_exp, _ = run_segments(script, expand=True)
+    assert not mismatches
+    np.testing.assert_allclose(ends_seg, ends_exp, rtol=1e-9)
+    np.testing.assert_allclose(bytes_seg, bytes_exp, rtol=1e-7, atol=1e-6)
+
+
+def test_striping_over_a_segment_costs_one_entry_per_rank() -> None:
+    """1,000 ranks over a 200-target stripe set: flow rows stay narrow."""
+    env = simpy.Environment()
+    net = FlowNetwork(env)
+    targets = [net.add_resource(f"ost{i}", capacity_Bps=10.0) for i in range(200)]
+    stripe = net.add_segment("stripe", [(t, 1 / 200) for t in targets])
+    nics = [net.add_resource(f"nic{i}", capacity_Bps=1000.0) for i in range(10)]
+    flows = [net.start_flow(1e3, [(nics[i % 10], 1.0), (stripe, 1.0)]) for i in range(1000)]
+    env.run()
+    # 200 x 10 B/s shared by 1,000 equal ranks of 1 kB: all end at 1e6 B / 2000 B/s.
+    np.testing.assert_allclose([f.end_s for f in flows], 500.0, rtol=1e-9)
+    assert net._path_con.shape[1] == 1  # one own entry per rank, the stripe set stored once

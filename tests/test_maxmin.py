@@ -154,3 +154,71 @@ def test_full_system_instance_is_feasible() -> None:
     crosses_saturated = np.zeros(level.size, bool)
     np.logical_or.at(crosses_saturated, inst.entry_flow, saturated[inst.entry_con])
     assert np.all(capped | crosses_saturated)
+
+
+@st.composite
+def factored_instances(draw: st.DrawFn):
+    n_cons = draw(st.integers(1, 12))
+    n_flows = draw(st.integers(1, 25))
+    n_segs = draw(st.integers(1, 4))
+    segs = [
+        [
+            (c, draw(st.floats(0.05, 2.0)))
+            for c in draw(st.lists(st.integers(0, n_cons - 1), min_size=1, max_size=6, unique=True))
+        ]
+        for _ in range(n_segs)
+    ]
+    own, uses = [], []
+    for f in range(n_flows):
+        for c in draw(st.lists(st.integers(0, n_cons - 1), max_size=3, unique=True)):
+            own.append((f, c, draw(st.floats(0.1, 3.0))))
+        for g in draw(st.lists(st.integers(0, n_segs - 1), max_size=2, unique=True)):
+            uses.append((f, g, draw(st.floats(0.2, 2.0))))
+    capacity = np.array(draw(st.lists(st.floats(0.5, 100.0), min_size=n_cons, max_size=n_cons)))
+    caps = [draw(st.one_of(st.just(np.inf), st.floats(0.1, 50.0))) for _ in range(n_flows)]
+    prio = [draw(st.sampled_from([0.5, 1.0, 2.0])) for _ in range(n_flows)]
+    return n_cons, segs, own, uses, capacity, np.array(caps), np.array(prio)
+
+
+@settings(max_examples=300, deadline=None)
+@given(factored_instances())
+def test_factored_solve_equals_expanded_solve(inst) -> None:
+    from flashsim.engine.maxmin import solve_maxmin_factored
+
+    _n_cons, segs, own, uses, capacity, caps, prio = inst
+    n_flows = caps.size
+    # Expanded: each use copies the segment's entries into the flow, summed per constraint.
+    expanded: dict[tuple[int, int], float] = {}
+    for f, c, a in own:
+        expanded[f, c] = expanded.get((f, c), 0.0) + a
+    for f, g, u in uses:
+        for c, s in segs[g]:
+            expanded[f, c] = expanded.get((f, c), 0.0) + u * s
+    keys = sorted(expanded)
+    ref = solve_maxmin(
+        np.array([k[0] for k in keys], dtype=np.int64),
+        np.array([k[1] for k in keys], dtype=np.int64),
+        np.array([expanded[k] for k in keys]),
+        capacity,
+        caps / prio,
+        prio,
+    )
+    seg_con = np.array([c for seg in segs for c, _ in seg], dtype=np.int64)
+    seg_coef = np.array([s for seg in segs for _, s in seg])
+    seg_start = np.concatenate([[0], np.cumsum([len(seg) for seg in segs])]).astype(np.int64)
+    got = solve_maxmin_factored(
+        np.array([f for f, _, _ in own], dtype=np.int64),
+        np.array([c for _, c, _ in own], dtype=np.int64),
+        np.array([a for _, _, a in own]),
+        np.array([f for f, _, _ in uses], dtype=np.int64),
+        np.array([g for _, g, _ in uses], dtype=np.int64),
+        np.array([u for _, _, u in uses]),
+        seg_con,
+        seg_coef,
+        seg_start,
+        capacity,
+        caps / prio,
+        prio,
+    )
+    assert got.shape == (n_flows,)
+    np.testing.assert_allclose(got, ref, rtol=1e-9)

@@ -22,16 +22,41 @@ share theirs.  A :class:`FlowClass` holds such a group:
   re-divides the slack, so a check costs O(log n) however many classes share
   the constraint).
 
+A class also keeps ``segw[g]``, the summed ``weight * priority`` of members
+using shared segment ``g``: the segment's rate is ``R_g = sum_c mu_c segw_c[g]``
+and each constraint ``k`` of the segment carries ``coef_g[k] * R_g``, so a
+member joining a 274-wide stripe set costs O(1), not O(274).  Segments have
+escrow thresholds on ``R_g`` of their own.
+
 A start or end changes a few ``w`` entries; the classes whose equation
 ``sum_c mu_c w_c[b] = C_b`` it touches are re-solved in level order and the
 checks above are re-run for them only.  When any check fails the bottleneck
-structure has changed and :class:`~flashsim.engine.flows.FlowNetwork` falls
-back to its exact flow-level repair.
+structure has changed and :class:`ClassLayer` falls back to the exact
+flow-level repair of :class:`~flashsim.engine.flowstate.FlowState`, then moves
+only the flows that repair reached.
 """
 
 from __future__ import annotations
 
 import heapq
+from typing import Any
+
+import numpy as np
+import simpy
+
+from flashsim.engine.flowstate import (
+    LEVEL_RTOL,
+    SATURATION_RTOL,
+    BoolArray,
+    FlowState,
+)
+from flashsim.engine.maxmin import FloatArray, IntArray
+
+#: A flow's fixed description: own constraints and coefficients, priority, level
+#: cap (bytes/s per unit priority), size (B), and (segment, weight) pairs.
+FlowSpec = tuple[
+    tuple[int, ...], tuple[float, ...], float, float, float, tuple[tuple[int, float], ...]
+]
 
 
 class FlowClass:
@@ -60,6 +85,8 @@ class FlowClass:
         "members",
         "mu",
         "sat",
+        "segcnt",
+        "segw",
         "size",
         "t_s",
         "tags",
@@ -83,6 +110,8 @@ class FlowClass:
         self.caps: list[tuple[float, int, int]] = []
         self.thr: list[tuple[float, int, int]] = []
         self.members: set[int] = set()
+        self.segw: dict[int, float] = {}
+        self.segcnt: dict[int, int] = {}
         self.size = 0
         self.ver = 0
 
@@ -133,3 +162,830 @@ class FlowClass:
         if top is None or self.mu <= 0.0:
             return float("inf")
         return self.t_s + max(top[0] - self.vtime, 0.0) / self.mu
+
+
+class ClassLayer(FlowState):
+    """Bottleneck classes over the flow-level state: the fast path of every event.
+
+    Subclasses own the clock (``env``), flows and public API; this layer keeps
+    the classes, the per-constraint and per-segment bookkeeping that checks
+    them, and the hand-over to and from the flow-level repair.
+    """
+
+    env: simpy.Environment
+
+    def __init__(self) -> None:
+        # Per-constraint class bookkeeping (grown with the constraint arrays).
+        self._con_class: list[int] = [-1] * 64  # class whose bottleneck it is, or -1
+        self._con_class_arr = np.full(64, -1, dtype=np.int64)  # the same, for vector code
+        self._con_cls: list[set[int]] = [set() for _ in range(64)]  # classes crossing it
+        self._con_ver: list[int] = [0] * 64  # bumped when its threshold entries go stale
+        self._con_z = np.zeros(64)  # own-entry bytes moved = sum_c w_c * vtime_c - z
+        # Per-segment bookkeeping.
+        self._seg_cls: list[set[int]] = []  # classes with members using it
+        self._seg_bott: list[set[int]] = []  # its constraints that are a class's bottleneck
+        self._seg_thr: list[list[tuple[float, int, int]]] = []  # escrow thresholds on R_g
+        self._seg_z: list[float] = []  # bytes per unit coefficient = sum segw*vtime - z
+        # Per-slot class bookkeeping (grown with the slot arrays).
+        self._cls = np.zeros(0, dtype=np.int64)
+        self._gen: list[int] = []
+        self._tag: list[float] = []
+        self._spec: list[FlowSpec | None] = []
+        self._classes: dict[int, FlowClass] = {}
+        self._cap_class: dict[float, int] = {}
+        self._next_cid = 0
+        self._events: list[tuple[float, int, int]] = []  # (completion s, class, version)
+        self._dirty: set[int] = set()
+        self._touched: set[int] = set()
+        self._touched_segs: set[int] = set()
+        self._refreshed: set[int] = set()  # constraints re-derived during this event
+        self._lost_bottlenecks: set[int] = set()
+        self._moved: set[int] = set()
+        self._unsynced: set[int] = set()
+        self._n_active = 0
+        super().__init__()
+
+    def _on_new_constraints(self, grow: int) -> None:
+        self._con_class.extend([-1] * grow)
+        self._con_class_arr = np.concatenate([self._con_class_arr, np.full(grow, -1)])
+        self._con_cls.extend(set() for _ in range(grow))
+        self._con_ver.extend([0] * grow)
+        self._con_z = np.concatenate([self._con_z, np.zeros(grow)])
+
+    def _on_new_slots(self, extra: int) -> None:
+        self._cls = np.concatenate([self._cls, np.full(extra, -1, dtype=np.int64)])
+        self._gen.extend([0] * extra)
+        self._tag.extend([0.0] * extra)
+        self._spec.extend([None] * extra)
+
+    def _new_segment(self, coef_by_con: dict[int, float]) -> int:
+        g = super()._new_segment(coef_by_con)
+        self._seg_cls.append(set())
+        self._seg_bott.append({k for k in coef_by_con if self._con_class[k] >= 0})
+        self._seg_thr.append([])
+        self._seg_z.append(0.0)
+        return g
+
+    # ------------------------------------------------------------ derived values
+    def _seg_rate(self, g: int) -> float:
+        """Rate through segment ``g`` (bytes/s per unit of its coefficients)."""
+        classes = self._classes
+        return sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
+
+    def _weight(self, c: FlowClass, k: int) -> float:
+        """Summed coefficient x priority of class ``c``'s members on constraint ``k``."""
+        w = c.w.get(k, 0.0)
+        if c.segw:
+            for g in self._con_segs[k]:
+                sw = c.segw.get(g)
+                if sw:
+                    w += sw * self._seg_coef_of[g][k]
+        return w
+
+    def _crossing_classes(self, k: int) -> set[int]:
+        """Classes with a member crossing constraint ``k`` (directly or by a segment)."""
+        if not self._con_segs[k]:
+            return self._con_cls[k]
+        found = set(self._con_cls[k])
+        for g in self._con_segs[k]:
+            found.update(self._seg_cls[g])
+        return found
+
+    def _load(self, k: int) -> float:
+        """Current load of constraint ``k`` (its unit per second), from the classes."""
+        classes = self._classes
+        load = sum(classes[c].mu * classes[c].w[k] for c in self._con_cls[k])
+        for g in self._con_segs[k]:
+            load += self._seg_coef_of[g][k] * self._seg_rate(g)
+        return float(load)
+
+    def _bytes(self, k: int) -> float:
+        """Bytes (units of ``k``) that have crossed constraint ``k`` so far."""
+        now = self.env.now
+        total = 0.0
+        for cid in self._con_cls[k]:
+            c = self._classes[cid]
+            total += c.w[k] * (c.vtime + c.mu * (now - c.t_s))
+        total -= float(self._con_z[k])
+        for g in self._con_segs[k]:
+            seg_bytes = -self._seg_z[g]
+            for cid in self._seg_cls[g]:
+                c = self._classes[cid]
+                seg_bytes += c.segw[g] * (c.vtime + c.mu * (now - c.t_s))
+            total += self._seg_coef_of[g][k] * seg_bytes
+        return total
+
+    def _crosses_by_segment(self, c: FlowClass, k: int) -> bool:
+        return any(g in c.segw for g in self._con_segs[k])
+
+    # ---------------------------------------------------------- class bookkeeping
+    def _mark_dirty(self, c: FlowClass) -> None:
+        c.ver += 1
+        self._dirty.add(c.cid)
+
+    def _set_level(self, c: FlowClass, mu: float) -> None:
+        """Change a class's level now; its members' cached flow levels go stale."""
+        c.set_level(mu, self.env.now)
+        self._unsynced.add(c.cid)
+        self._mark_dirty(c)
+
+    def _new_class(self, con: int, cap_level: float, mu: float) -> FlowClass:
+        cid = self._next_cid
+        self._next_cid += 1
+        c = FlowClass(cid, con, cap_level, mu, self.env.now)
+        self._classes[cid] = c
+        if con:
+            self._con_class[con] = cid
+            self._con_class_arr[con] = cid
+            for g in self._con_segs[con]:
+                self._seg_bott[g].add(con)
+            for other in self._crossing_classes(con):
+                self._classes[other].sat.add(con)
+            self._touched.add(con)
+        else:
+            self._cap_class[cap_level] = cid
+        return c
+
+    def _drop_class(self, c: FlowClass) -> None:
+        del self._classes[c.cid]
+        self._unsynced.discard(c.cid)
+        if c.con:
+            con = c.con
+            self._con_class[con] = -1
+            self._con_class_arr[con] = -1
+            for g in self._con_segs[con]:
+                self._seg_bott[g].discard(con)
+            self._lost_bottlenecks.add(con)
+            self._touched.add(con)
+            for other in self._crossing_classes(con):
+                self._classes[other].sat.discard(con)
+        else:
+            del self._cap_class[c.cap_level]
+
+    def _join(self, slot: int, c: FlowClass, remaining_B: float) -> None:
+        """Put a flow with ``remaining_B`` bytes to move into class ``c``."""
+        spec = self._spec[slot]
+        assert spec is not None
+        cons, coefs, prio, level_cap, _size, segs = spec
+        c.advance(self.env.now)
+        gen = self._gen[slot] + 1
+        self._gen[slot] = gen
+        tag = c.vtime + remaining_B / prio
+        self._tag[slot] = tag
+        self._cls[slot] = c.cid
+        heapq.heappush(c.tags, (tag, gen, slot))
+        if c.con:
+            heapq.heappush(c.caps, (level_cap, gen, slot))
+        vtime = c.vtime
+        cid = c.cid
+        con_z = self._con_z
+        con_class = self._con_class
+        for k, a in zip(cons, coefs, strict=True):
+            dw = a * prio
+            n = c.cnt.get(k, 0)
+            if n:
+                c.cnt[k] = n + 1
+                c.w[k] += dw
+            else:
+                c.cnt[k] = 1
+                c.w[k] = dw
+                self._con_cls[k].add(cid)
+                if con_class[k] >= 0 and k != c.con:
+                    c.sat.add(k)
+            con_z[k] += dw * vtime
+        self._touched.update(cons)
+        for g, u in segs:
+            dw = u * prio
+            n = c.segcnt.get(g, 0)
+            if n:
+                c.segcnt[g] = n + 1
+                c.segw[g] += dw
+            else:
+                c.segcnt[g] = 1
+                c.segw[g] = dw
+                users = self._seg_cls[g]
+                if not users:
+                    # A segment coming into use: its constraints get thresholds.
+                    self._touched.update(self._seg_cons[g].tolist())
+                users.add(cid)
+                c.sat.update(k for k in self._seg_bott[g] if k != c.con)
+            self._seg_z[g] += dw * vtime
+            self._touched_segs.add(g)
+        c.size += 1
+        c.members.add(slot)
+        self._moved.add(slot)
+        self._mark_dirty(c)
+
+    def _leave(self, slot: int) -> float:
+        """Take a flow out of its class; return its remaining bytes."""
+        spec = self._spec[slot]
+        assert spec is not None
+        cons, coefs, prio, _cap, _size, segs = spec
+        c = self._classes[int(self._cls[slot])]
+        c.advance(self.env.now)
+        vtime = c.vtime
+        remaining = prio * (self._tag[slot] - vtime)
+        cid = c.cid
+        con_z = self._con_z
+        for k, a in zip(cons, coefs, strict=True):
+            dw = a * prio
+            n = c.cnt[k] - 1
+            if n:
+                c.cnt[k] = n
+                c.w[k] -= dw
+            else:
+                del c.cnt[k]
+                del c.w[k]
+                self._con_cls[k].discard(cid)
+                if not (c.segw and self._crosses_by_segment(c, k)):
+                    c.sat.discard(k)
+            con_z[k] -= dw * vtime
+        self._touched.update(cons)
+        for g, u in segs:
+            dw = u * prio
+            n = c.segcnt[g] - 1
+            if n:
+                c.segcnt[g] = n
+                c.segw[g] -= dw
+            else:
+                del c.segcnt[g]
+                del c.segw[g]
+                self._seg_cls[g].discard(cid)
+                for k in self._seg_bott[g]:
+                    if k not in c.cnt and not self._crosses_by_segment(c, k):
+                        c.sat.discard(k)
+            self._seg_z[g] -= dw * vtime
+            self._touched_segs.add(g)
+        self._gen[slot] += 1
+        self._cls[slot] = -1
+        c.size -= 1
+        c.members.discard(slot)
+        self._moved.add(slot)
+        self._mark_dirty(c)
+        if c.size == 0:
+            self._drop_class(c)
+        return max(remaining, 0.0)
+
+    # ------------------------------------------------------------ class fast path
+    def _fast_update(self, new: list[int]) -> bool:
+        """Apply the pending changes at class level; False if the structure changed.
+
+        On False every tentative change is undone: the classes describe the
+        allocation before the change (minus released flows), ready for the
+        flow-level repair.
+        """
+        classes = self._classes
+        con_class = self._con_class
+        joined: list[int] = []
+        changed: list[tuple[int, float]] = []
+        ok = True
+        for slot in new:
+            spec = self._spec[slot]
+            assert spec is not None
+            best = spec[3]
+            target = -1
+            for k in spec[0]:
+                cid = con_class[k]
+                if cid >= 0 and classes[cid].mu < best:
+                    best = classes[cid].mu
+                    target = cid
+            for g, _u in spec[5]:
+                for k in self._seg_bott[g]:
+                    cid = con_class[k]
+                    if classes[cid].mu < best:
+                        best = classes[cid].mu
+                        target = cid
+            if target >= 0:
+                c = classes[target]
+            elif np.isfinite(spec[3]):
+                cap_cid = self._cap_class.get(spec[3])
+                c = classes[cap_cid] if cap_cid is not None else self._new_class(0, best, best)
+            else:
+                ok = False  # a new bottleneck forms: leave it to the repair
+                break
+            self._join(slot, c, spec[4])
+            joined.append(slot)
+        if ok:
+            seeds = {con_class[k] for k in self._touched if con_class[k] >= 0}
+            for g in self._touched_segs:
+                seeds.update(con_class[k] for k in self._seg_bott[g])
+            ok = self._update_levels(seeds, changed)
+        if ok:
+            ok = all(self._refresh_constraint(k) for k in self._touched)
+        if ok:
+            check = {cid for cid, _ in changed}
+            check.update(int(self._cls[s]) for s in joined)
+            ok = all(self._verify(classes[cid]) for cid in check)
+        if ok:
+            segs = set(self._touched_segs)
+            for cid, _ in changed:
+                segs.update(classes[cid].segw)
+            ok = all(self._check_segment(g) for g in segs)
+        if not ok:
+            for cid, mu in changed:
+                if cid in classes:
+                    self._set_level(classes[cid], mu)
+            for slot in joined:
+                self._leave(slot)
+            # Thresholds derived from the tentative levels are re-derived after the repair.
+            self._touched.update(self._refreshed)
+        return ok
+
+    def _update_levels(self, seeds: set[int], changed: list[tuple[int, float]]) -> bool:
+        """Re-solve the levels of bottleneck classes in level order from ``seeds``.
+
+        Appends ``(class, old level)`` to ``changed``; False when two classes
+        turn out to depend on each other (a tie), which the repair resolves.
+        """
+        classes = self._classes
+        heap = [(classes[cid].mu, cid) for cid in seeds]
+        heapq.heapify(heap)
+        done: set[int] = set()
+        while heap:
+            _, cid = heapq.heappop(heap)
+            if cid in done:
+                continue
+            done.add(cid)
+            c = classes[cid]
+            b = c.con
+            rest = 0.0
+            for other in self._con_cls[b]:
+                if other != cid:
+                    o = classes[other]
+                    rest += o.mu * o.w[b]
+            for g in self._con_segs[b]:
+                rate = sum(classes[o].mu * classes[o].segw[g] for o in self._seg_cls[g] if o != cid)
+                rest += self._seg_coef_of[g][b] * rate
+            wb = self._weight(c, b)
+            if wb <= 0.0:
+                return False
+            mu = (float(self._con_cap[b]) - rest) / wb
+            if mu == c.mu:
+                continue
+            changed.append((cid, c.mu))
+            self._set_level(c, mu)
+            for k in c.sat:
+                dep = self._con_class[k]
+                if dep in done:
+                    return False
+                heapq.heappush(heap, (classes[dep].mu, dep))
+        return True
+
+    def _refresh_constraint(self, k: int) -> bool:
+        """Re-derive the saturation check of constraint ``k``; False if it is violated now.
+
+        Each mover of ``k`` (a bottleneck class crossing it directly, or a
+        segment containing it) gets a threshold: its escrow share of ``k``'s
+        slack, as a level (classes) or a segment rate (segments).
+        """
+        self._con_ver[k] += 1
+        self._refreshed.add(k)
+        if self._con_class[k] >= 0:
+            return True
+        limit = float(self._con_cap[k]) * (1.0 + SATURATION_RTOL)
+        load = 0.0
+        movers: list[FlowClass] = []
+        for cid in self._con_cls[k]:
+            c = self._classes[cid]
+            load += c.mu * c.w[k]
+            if c.con:
+                movers.append(c)
+        seg_movers: list[tuple[int, float, float]] = []
+        for g in self._con_segs[k]:
+            if self._seg_cls[g]:
+                rate = self._seg_rate(g)
+                coef = self._seg_coef_of[g][k]
+                load += coef * rate
+                seg_movers.append((g, rate, coef))
+        if not load <= limit:
+            return False
+        n_movers = len(movers) + len(seg_movers)
+        if n_movers and limit < np.inf:
+            share = (limit - load) / n_movers
+            ver = self._con_ver[k]
+            for mover in movers:
+                heapq.heappush(mover.thr, (mover.mu + share / mover.w[k], k, ver))
+            for g, rate, coef in seg_movers:
+                heapq.heappush(self._seg_thr[g], (rate + share / coef, k, ver))
+        return True
+
+    def _check_segment(self, g: int) -> bool:
+        """Check segment ``g``'s rate against its escrow thresholds."""
+        if not self._seg_cls[g]:
+            return True
+        rate = self._seg_rate(g)
+        thr = self._seg_thr[g]
+        con_ver = self._con_ver
+        while thr:
+            level, k, ver = thr[0]
+            if con_ver[k] != ver:
+                heapq.heappop(thr)
+                continue
+            if rate <= level:
+                return True
+            if not self._refresh_constraint(k):
+                return False
+        return True
+
+    def _verify(self, c: FlowClass) -> bool:
+        """Check the max-min conditions of class ``c`` against its neighbours."""
+        mu = c.mu
+        if not mu >= 0.0:
+            return False
+        classes = self._classes
+        high = mu * (1.0 + LEVEL_RTOL)
+        if c.con:
+            if c.min_cap(self._gen) < mu * (1.0 - LEVEL_RTOL):
+                return False
+            while True:
+                level, k = c.min_threshold(self._con_ver)
+                if mu <= level:
+                    break
+                # Past its threshold or escrow share: re-check the constraint for real.
+                if not self._refresh_constraint(k):
+                    return False
+            for other in self._crossing_classes(c.con):
+                if classes[other].mu > high:
+                    return False
+        return all(mu <= classes[self._con_class[k]].mu * (1.0 + LEVEL_RTOL) for k in c.sat)
+
+    # ------------------------------------------------------------ flow-level path
+    def _materialise(self) -> None:
+        """Bring the flow-level arrays up to date with the classes (new flows at 0).
+
+        Invariant: ``_con_load`` always equals the load of the cached flow
+        levels ``_level``.  Only flows whose class level changed, or which
+        joined or left a class, since the last call are rewritten, and only the
+        constraints they cross are rechecked.
+        """
+        stale = set(self._moved)
+        for cid in self._unsynced:
+            stale.update(self._classes[cid].members)
+        self._moved.clear()
+        self._unsynced.clear()
+        slots = np.fromiter(stale, dtype=np.int64, count=len(stale))
+        slots = slots[self._active[slots]]
+        cons = self._touched_constraints()
+        cons.update(self._lost_bottlenecks)
+        if slots.size:
+            cls = self._cls[slots]
+            mu_of = np.zeros(max(self._next_cid, 1))
+            for cid in np.unique(cls[cls >= 0]).tolist():
+                mu_of[cid] = self._classes[cid].mu
+            level = np.where(cls >= 0, mu_of[np.maximum(cls, 0)], 0.0)
+            delta = self._priority[slots] * (level - self._level[slots])
+            f = self._factored(slots)
+            f.add_to(self._con_load, delta)
+            self._con_load[0] = 0.0
+            self._level[slots] = level
+            cons.update(f.cons().tolist())
+        if not cons:
+            return
+        arr = np.fromiter(cons, dtype=np.int64, count=len(cons))
+        self._update_saturation(arr)
+        # A bottleneck constraint is saturated and its highest level is its class's.
+        con_class = self._con_class
+        bottleneck = [k for k in cons if con_class[k] >= 0]
+        self._con_saturated[bottleneck] = True
+        self._con_max_level[bottleneck] = [self._classes[con_class[k]].mu for k in bottleneck]
+        # Saturated constraints that are no class's bottleneck (ties, or a class that
+        # just emptied) need their highest level computed from the flows.
+        odd = arr[self._con_saturated[arr] & (self._con_class_arr[arr] < 0)]
+        lost = np.fromiter(self._lost_bottlenecks, dtype=np.int64)
+        odd = np.union1d(odd, lost)
+        if odd.size:
+            self._recompute_state(odd)
+            self._con_saturated[lost] = True
+
+    def _touched_constraints(self) -> set[int]:
+        """Constraints a pending change touched, with those of the touched segments."""
+        cons = set(self._touched)
+        for g in self._touched_segs:
+            cons.update(self._seg_cons[g].tolist())
+        return cons
+
+    def _flow_level_solve(self, new: list[int], full: bool) -> None:
+        """Solve at flow level (repair or full), then rebuild the classes from it."""
+        if full:
+            self._full_solve()
+            self._rebuild_classes()
+            return
+        self._materialise()
+        cons = self._touched_constraints()
+        touched = np.fromiter(cons, dtype=np.int64, count=len(cons))
+        reach = self._repair(np.array(new, dtype=np.int64), np.unique(touched))
+        if reach is None:
+            self._rebuild_classes()  # the repair escalated to a full solve
+        else:
+            self._reclassify(*reach)
+
+    def _bottleneck_choice(self, slots: IntArray, prefer_classed: bool) -> tuple[IntArray, Any]:
+        """Each flow's bottleneck from the flow-level solution, and whether it is at its cap.
+
+        A candidate is a saturated constraint the flow crosses on which its
+        level is the highest; the first by constraint index is chosen
+        (preferring one that already has a class when ``prefer_classed``).  The
+        chosen constraint is 0 for a flow at its cap with no candidate.
+        """
+        f = self._factored(slots)
+        level = self._level[slots]
+        at_cap = level >= self._level_cap[slots] * (1.0 - LEVEL_RTOL)
+        n = self._n_cons
+        sat = self._con_saturated[:n]
+        max_level = self._con_max_level[:n]
+        classed = self._con_class_arr[:n] >= 0
+        # Own entries are candidates one by one.
+        own_cand = sat[f.own_con] & (level[f.own_owner] >= max_level[f.own_con] * (1 - LEVEL_RTOL))
+        # In a segment, the saturated constraint with the lowest highest-level is the one
+        # any user can have as bottleneck (ties: classed first, then lowest index).
+        key_level = np.where(sat, max_level, np.inf)
+        seg_best = np.zeros(f.n_segs, dtype=np.int64)
+        if f.seg_con.size:
+            order = np.lexsort(
+                (
+                    f.seg_con,
+                    ~classed[f.seg_con] if prefer_classed else f.seg_con,
+                    key_level[f.seg_con],
+                    f.seg_of_entry,
+                )
+            )
+            firsts = order[np.searchsorted(f.seg_of_entry[order], np.arange(f.n_segs))]
+            seg_best = f.seg_con[firsts]
+        use_con = seg_best[f.use_seg]
+        use_cand = sat[use_con] & (level[f.use_owner] >= max_level[use_con] * (1 - LEVEL_RTOL))
+        owner = np.concatenate([f.own_owner, f.use_owner])
+        con = np.concatenate([f.own_con, use_con])
+        cand = np.concatenate([own_cand, use_cand])
+        score = cand.astype(np.int64) * 2
+        if prefer_classed:
+            score += cand & classed[con]
+        pick_order = np.lexsort((con, -score, owner))
+        owners_sorted = owner[pick_order]
+        first = np.flatnonzero(np.r_[True, owners_sorted[1:] != owners_sorted[:-1]])
+        pick = pick_order[first]
+        choice = np.zeros(slots.size, dtype=np.int64)
+        has = np.zeros(slots.size, dtype=bool)
+        choice[owner[pick]] = np.where(cand[pick], con[pick], 0)
+        has[owner[pick]] = cand[pick]
+        if (~has & ~at_cap).any():  # pragma: no cover - excluded by max-min optimality
+            raise RuntimeError("flow-level solution left a flow without a bottleneck")
+        return choice, at_cap
+
+    def _is_bottleneck(self, slots: IntArray, cons: IntArray) -> BoolArray:
+        """Whether each flow crosses ``cons[i]``, saturated, with the highest level there."""
+        level = self._level[slots]
+        ok = self._con_saturated[cons] & (level >= self._con_max_level[cons] * (1 - LEVEL_RTOL))
+        crosses = (self._path_con[slots] == cons[:, None]).any(axis=1)
+        for i in np.flatnonzero(ok & ~crosses & self._has_seg[slots]).tolist():
+            k = int(cons[i])
+            crosses[i] = any(k in self._seg_coef_of[g] for g, _ in self._segs[int(slots[i])])
+        result: BoolArray = ok & crosses
+        return result
+
+    def _reclassify(self, reach_slots: IntArray, reach_cons: IntArray) -> None:
+        """Move the flows whose class no longer matches the flow-level solution.
+
+        Only the flows and constraints a repair examined (``reach_slots``,
+        ``reach_cons``) can have changed level or bottleneck.
+        """
+        active = reach_slots[self._active[reach_slots]]
+        if active.size == 0:
+            return
+        choice, at_cap = self._bottleneck_choice(active, prefer_classed=True)
+        con_of = np.full(max(self._next_cid, 1), -1, dtype=np.int64)
+        for cid, c in self._classes.items():
+            con_of[cid] = c.con
+        cur = self._cls[active]
+        cur_con = np.where(cur >= 0, con_of[np.maximum(cur, 0)], 0)
+        in_cur = self._is_bottleneck(active, cur_con) & (cur_con > 0)
+        valid = (cur >= 0) & np.where(cur_con == 0, at_cap, in_cur)
+        # Surviving bottleneck classes take the solved level of their constraint.
+        for k in reach_cons.tolist():
+            cid = self._con_class[k]
+            if cid >= 0 and self._con_saturated[k]:
+                c = self._classes[cid]
+                mu = float(self._con_max_level[k])
+                if mu != c.mu:
+                    self._set_level(c, mu)
+        moving = np.flatnonzero(~valid)
+        for i, b, capped in zip(
+            active[moving].tolist(), choice[moving].tolist(), at_cap[moving].tolist(), strict=True
+        ):
+            spec = self._spec[i]
+            assert spec is not None
+            remaining = self._leave(i) if self._cls[i] >= 0 else spec[4]
+            if capped:
+                cap_cid = self._cap_class.get(spec[3])
+                c = (
+                    self._classes[cap_cid]
+                    if cap_cid is not None
+                    else self._new_class(0, spec[3], spec[3])
+                )
+            else:
+                cid = self._con_class[b]
+                c = (
+                    self._classes[cid]
+                    if cid >= 0
+                    else self._new_class(b, np.inf, float(self._con_max_level[b]))
+                )
+            self._join(i, c, remaining)
+        # Every constraint whose load the repair changed gets its thresholds re-derived.
+        for k in self._touched.union(reach_cons.tolist()):
+            self._refresh_constraint(k)
+
+    def _class_clocks_now(self) -> FloatArray:
+        """Virtual time of every class at ``now``, indexed by class id."""
+        now = self.env.now
+        vt = np.zeros(max(self._next_cid, 1))
+        for cid, c in self._classes.items():
+            vt[cid] = c.vtime + c.mu * (now - c.t_s)
+        return vt
+
+    def _rebuild_classes(self) -> None:
+        """Replace every class by classes built, vectorised, from the flow-level solution."""
+        now = self.env.now
+        n = self._n_cons
+        active = np.flatnonzero(self._active)
+        pc = self._path_con[active]
+        coef = self._path_coef[active]
+        prio = self._priority[active]
+        cls = self._cls[active]
+        known = cls >= 0
+        # Bytes moved so far and each flow's remaining bytes, from the old classes.
+        vt_old = self._class_clocks_now()
+        vt_flow = np.where(known, vt_old[np.maximum(cls, 0)], 0.0)
+        con_bytes: FloatArray = (
+            np.bincount(
+                pc.ravel(), weights=(coef * (prio * vt_flow)[:, None]).ravel(), minlength=n
+            )[:n]
+            - self._con_z[:n]
+        )
+        seg_bytes = [
+            sum(self._classes[c].segw[g] * vt_old[c] for c in users) - self._seg_z[g]
+            for g, users in enumerate(self._seg_cls)
+        ]
+        size = np.array([self._spec[s][4] for s in active.tolist()])  # type: ignore[index]
+        tag_old = np.array(self._tag)[active]
+        remaining = np.where(known, np.maximum(prio * (tag_old - vt_flow), 0.0), size)
+        # Forget the old classes.
+        self._classes.clear()
+        self._cap_class.clear()
+        self._events.clear()
+        self._dirty.clear()
+        size_cons = len(self._con_class)
+        self._con_cls = [set() for _ in range(size_cons)]
+        self._con_class = [-1] * size_cons
+        self._con_ver = [v + 1 for v in self._con_ver]
+        self._con_class_arr[:] = -1
+        self._con_z[:n] = -con_bytes
+        n_segs = len(self._seg_cls)
+        self._seg_cls = [set() for _ in range(n_segs)]
+        self._seg_bott = [set() for _ in range(n_segs)]
+        self._seg_thr = [[] for _ in range(n_segs)]
+        self._seg_z = [-b for b in seg_bytes]
+        self._moved.clear()
+        self._unsynced.clear()
+        if active.size == 0:
+            return
+        # Classify: at cap, else the first saturated constraint at the flow's level.
+        level_cap = self._level_cap[active]
+        bott, at_cap = self._bottleneck_choice(active, prefer_classed=False)
+        # Class keys: bottleneck constraint b -> b; cap level v -> n + rank of v.
+        cap_values, cap_rank = np.unique(level_cap[at_cap], return_inverse=True)
+        key = bott.copy()
+        key[at_cap] = n + cap_rank
+        keys, cid_of = np.unique(key, return_inverse=True)
+        n_cls = keys.size
+        self._next_cid = n_cls
+        cls_con = np.where(keys < n, keys, 0)
+        cls_mu = np.where(
+            keys < n,
+            self._con_max_level[np.minimum(keys, n - 1)],
+            cap_values[np.maximum(keys - n, 0)] if cap_values.size else 0.0,
+        )
+        gens = np.array(self._gen)
+        gens[active] += 1
+        self._gen = gens.tolist()
+        self._cls[active] = cid_of
+        tags = remaining / prio
+        tag_all = np.array(self._tag)
+        tag_all[active] = tags
+        self._tag = tag_all.tolist()
+        classes: list[FlowClass] = []
+        for cid in range(n_cls):
+            con = int(cls_con[cid])
+            cap_level = float("inf") if con else float(cls_mu[cid])
+            c = FlowClass(cid, con, cap_level, float(cls_mu[cid]), now)
+            classes.append(c)
+            self._classes[cid] = c
+            if con:
+                self._con_class[con] = cid
+                self._con_class_arr[con] = cid
+                for g in self._con_segs[con]:
+                    self._seg_bott[g].add(con)
+            else:
+                self._cap_class[cap_level] = cid
+        # Members, and their tag and cap heaps (a sorted list is a heap).
+        gens_active = gens[active]
+        by_tag = np.lexsort((tags, cid_of))
+        bounds = np.searchsorted(cid_of[by_tag], np.arange(n_cls + 1))
+        tag_rows = list(
+            zip(
+                tags[by_tag].tolist(),
+                gens_active[by_tag].tolist(),
+                active[by_tag].tolist(),
+                strict=True,
+            )
+        )
+        by_cap = np.lexsort((level_cap, cid_of))
+        cap_rows = list(
+            zip(
+                level_cap[by_cap].tolist(),
+                gens_active[by_cap].tolist(),
+                active[by_cap].tolist(),
+                strict=True,
+            )
+        )
+        slots_sorted = active[by_tag].tolist()
+        for cid, c in enumerate(classes):
+            lo, hi = int(bounds[cid]), int(bounds[cid + 1])
+            c.tags = tag_rows[lo:hi]
+            if c.con:
+                c.caps = cap_rows[lo:hi]
+            c.members = set(slots_sorted[lo:hi])
+            c.size = hi - lo
+        # Per (class, own constraint) weights and member counts.
+        mask = pc > 0
+        pair = (np.broadcast_to(cid_of[:, None], pc.shape)[mask] * n + pc[mask]).astype(np.int64)
+        upair, inv = np.unique(pair, return_inverse=True)
+        pw = np.bincount(inv, weights=(coef * prio[:, None])[mask], minlength=upair.size)
+        pn = np.bincount(inv, minlength=upair.size)
+        pc_cls = upair // n
+        pc_con = upair % n
+        pbounds = np.searchsorted(pc_cls, np.arange(n_cls + 1))
+        con_class = self._con_class_arr
+        is_sat = (con_class[pc_con] >= 0) & (pc_con != cls_con[pc_cls])
+        for cid, c in enumerate(classes):
+            lo, hi = int(pbounds[cid]), int(pbounds[cid + 1])
+            ks = pc_con[lo:hi].tolist()
+            c.w = dict(zip(ks, pw[lo:hi].tolist(), strict=True))
+            c.cnt = dict(zip(ks, pn[lo:hi].tolist(), strict=True))
+            c.sat = set(pc_con[lo:hi][is_sat[lo:hi]].tolist())
+        by_con = np.argsort(pc_con, kind="stable")
+        cbounds = np.searchsorted(pc_con[by_con], np.arange(n + 1))
+        cls_sorted = pc_cls[by_con]
+        for k in np.flatnonzero(np.diff(cbounds)).tolist():
+            self._con_cls[k] = set(cls_sorted[cbounds[k] : cbounds[k + 1]].tolist())
+        # Segment use per class.
+        seg_cons_in_use: set[int] = set()
+        for s, cid in zip(
+            active[self._has_seg[active]].tolist(),
+            cid_of[self._has_seg[active]].tolist(),
+            strict=True,
+        ):
+            c = classes[cid]
+            p = self._priority[s]
+            for g, u in self._segs[s]:
+                c.segcnt[g] = c.segcnt.get(g, 0) + 1
+                c.segw[g] = c.segw.get(g, 0.0) + u * p
+        for c in classes:
+            for g in c.segw:
+                if not self._seg_cls[g]:
+                    seg_cons_in_use.update(self._seg_cons[g].tolist())
+                self._seg_cls[g].add(c.cid)
+                c.sat.update(k for k in self._seg_bott[g] if k != c.con)
+        # Threshold levels of the constraints that are no class's bottleneck: vectorised
+        # for constraints only classes' own entries cross, one by one in used segments.
+        in_seg = np.zeros(n, dtype=bool)
+        in_seg[list(seg_cons_in_use)] = True
+        mover = cls_con[pc_cls] > 0
+        free = (con_class[pc_con] < 0) & ~in_seg[pc_con]
+        movers_per_con = np.bincount(pc_con[free & mover], minlength=n)
+        load = np.bincount(pc_con[free], weights=(cls_mu[pc_cls] * pw)[free], minlength=n)
+        limit = self._con_cap[:n] * (1.0 + SATURATION_RTOL)
+        entry = free & mover & np.isfinite(limit[pc_con])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            share = np.maximum(limit - load, 0.0) / np.maximum(movers_per_con, 1)
+            thr = cls_mu[pc_cls] + share[pc_con] / pw
+        con_ver = np.asarray(self._con_ver)
+        e_cls, e_con, e_thr = pc_cls[entry], pc_con[entry], thr[entry]
+        by_thr = np.lexsort((e_thr, e_cls))
+        tbounds = np.searchsorted(e_cls[by_thr], np.arange(n_cls + 1))
+        thr_rows = list(
+            zip(
+                e_thr[by_thr].tolist(),
+                e_con[by_thr].tolist(),
+                con_ver[e_con[by_thr]].tolist(),
+                strict=True,
+            )
+        )
+        for c in classes:
+            c.thr = thr_rows[int(tbounds[c.cid]) : int(tbounds[c.cid + 1])]
+            self._dirty.add(c.cid)
+        for k in seg_cons_in_use:
+            self._refresh_constraint(k)
+        # The cached flow levels take the classes' levels exactly.
+        self._level[active] = cls_mu[cid_of]
+        self._con_load[:] = 0.0
+        self._factored(active).add_to(self._con_load, prio * self._level[active])
+        self._con_load[0] = 0.0

@@ -1,8 +1,9 @@
 """Flow-level state and the exact incremental max-min repair.
 
-:class:`FlowState` keeps one row per flow slot (path constraints and
-coefficients, priority, level cap, level) and one entry per constraint
-(capacity, load, highest level crossing it, saturation), and re-solves them
+:class:`FlowState` keeps one row per flow slot (its own path constraints and
+coefficients, the shared *segments* it uses, priority, level cap, level) and one
+entry per constraint (capacity, load, highest level crossing it, saturation),
+and re-solves them
 exactly: a full solve (:func:`flashsim.engine.maxmin.solve_maxmin`) or an
 incremental *repair*.  After a change, a set ``S`` of flows is re-solved on the
 capacity the other flows leave; then every flow touching a constraint whose
@@ -17,6 +18,12 @@ of the system the change reaches.
 handled at the level of bottleneck classes
 (:mod:`flashsim.engine.flowclasses`), and this flow-level repair runs only when
 the bottleneck structure changes.
+
+A *segment* is a sub-path many flows share, stored once: a rank writing a file
+striped over S targets uses the stripe set's segment (S server paths with
+weight 1/S each) instead of carrying S x path-length entries of its own.  The
+solvers here see a flow's entries as its own plus its segments' (scaled by the
+flow's weight on the segment), expanded only for the flows being solved.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from flashsim.engine.maxmin import IntArray, solve_maxmin
+from flashsim.engine.maxmin import FloatArray, IntArray, solve_maxmin_factored
 
 #: Relative slack below capacity at which a constraint counts as saturated.
 SATURATION_RTOL = 1e-9
@@ -35,9 +42,107 @@ LEVEL_RTOL = 1e-9
 #: Changes touching more than this fraction of active flows trigger a full solve.
 FULL_SOLVE_FRACTION = 0.25
 
+BoolArray = npt.NDArray[np.bool_]
+
+
+class Factored:
+    """The entries of a set of flows, with shared segments kept factored.
+
+    Flow ``i`` (an index into the slots it was built from) consumes
+    ``own_coef`` of ``own_con`` for each of its own entries, plus ``use_coef``
+    times segment ``use_seg``'s entries; ``seg_*`` hold only the segments used
+    here (local indices), end to end.  Sums, minima and maxima over a flow's
+    constraints, or over the flows crossing a constraint, cost O(own entries +
+    uses + segment entries) this way.
+    """
+
+    def __init__(
+        self,
+        n: int,
+        own: tuple[IntArray, IntArray, FloatArray],
+        uses: tuple[IntArray, IntArray, FloatArray],
+        segs: tuple[IntArray, FloatArray, IntArray],
+    ) -> None:
+        self.n = n
+        self.own_owner, self.own_con, self.own_coef = own
+        self.use_owner, self.use_seg, self.use_coef = uses
+        self.seg_con, self.seg_coef, self.seg_start = segs
+        self.n_segs = self.seg_start.size - 1
+        lens = np.diff(self.seg_start)
+        self.seg_of_entry = np.repeat(np.arange(self.n_segs), lens)
+        self._nonempty = lens > 0
+        self._starts = self.seg_start[:-1][self._nonempty]
+
+    def cons(self) -> IntArray:
+        """Every constraint crossed (sorted, unique)."""
+        return np.unique(np.concatenate([self.own_con, self.seg_con]))
+
+    def add_to(self, out: FloatArray, per_flow: FloatArray, mark: BoolArray | None = None) -> None:
+        """``out[k] += sum_f a_fk * per_flow[f]`` (only for marked ``k`` if given)."""
+        own_w = self.own_coef * per_flow[self.own_owner]
+        seg_total = np.bincount(
+            self.use_seg, weights=self.use_coef * per_flow[self.use_owner], minlength=self.n_segs
+        )
+        seg_w = self.seg_coef * seg_total[self.seg_of_entry]
+        if mark is None:
+            np.add.at(out, self.own_con, own_w)
+            np.add.at(out, self.seg_con, seg_w)
+        else:
+            keep = mark[self.own_con]
+            np.add.at(out, self.own_con[keep], own_w[keep])
+            keep = mark[self.seg_con]
+            np.add.at(out, self.seg_con[keep], seg_w[keep])
+
+    def max_into(
+        self, out: FloatArray, per_flow: FloatArray, mark: BoolArray | None = None
+    ) -> None:
+        """``out[k] = max(out[k], per_flow[f])`` over the flows crossing ``k``."""
+        seg_max = np.full(self.n_segs, -np.inf)
+        np.maximum.at(seg_max, self.use_seg, per_flow[self.use_owner])
+        own_v = per_flow[self.own_owner]
+        seg_v = seg_max[self.seg_of_entry]
+        if mark is None:
+            np.maximum.at(out, self.own_con, own_v)
+            np.maximum.at(out, self.seg_con, seg_v)
+        else:
+            keep = mark[self.own_con]
+            np.maximum.at(out, self.own_con[keep], own_v[keep])
+            keep = mark[self.seg_con]
+            np.maximum.at(out, self.seg_con[keep], seg_v[keep])
+
+    def min_into(self, out: FloatArray, per_flow: FloatArray) -> None:
+        """``out[k] = min(out[k], per_flow[f])`` over the flows crossing ``k``."""
+        seg_min = np.full(self.n_segs, np.inf)
+        np.minimum.at(seg_min, self.use_seg, per_flow[self.use_owner])
+        np.minimum.at(out, self.own_con, per_flow[self.own_owner])
+        np.minimum.at(out, self.seg_con, seg_min[self.seg_of_entry])
+
+    def seg_reduce(self, per_con: FloatArray, how: Any) -> FloatArray:
+        """Per used segment, ``how.reduceat`` of ``per_con`` over its constraints."""
+        fill = np.inf if how is np.minimum else -np.inf
+        result = np.full(self.n_segs, fill)
+        if self._starts.size:
+            result[self._nonempty] = how.reduceat(per_con[self.seg_con], self._starts)
+        return result
+
+    def owner_min(self, per_con: FloatArray) -> FloatArray:
+        """For each flow, the minimum of ``per_con`` over its constraints (inf if none)."""
+        out = np.full(self.n, np.inf)
+        np.minimum.at(out, self.own_owner, per_con[self.own_con])
+        np.minimum.at(out, self.use_owner, self.seg_reduce(per_con, np.minimum)[self.use_seg])
+        return out
+
+    def owner_any(self, per_con: BoolArray) -> BoolArray:
+        """For each flow, whether ``per_con`` holds on any of its constraints."""
+        hit = np.zeros(self.n, dtype=bool)
+        hit[self.own_owner[per_con[self.own_con]]] = True
+        seg_hit = self.seg_reduce(per_con.astype(np.float64), np.maximum) > 0
+        hit[self.use_owner[seg_hit[self.use_seg]]] = True
+        return hit
+
 
 class FlowState:
-    """Slot and constraint arrays with the exact flow-level solvers.
+    """Slot, segment and constraint arrays with the exact flow-level solvers.
 
     Index 0 of the constraint arrays is a sentinel with infinite capacity used
     as padding in the per-slot path rows.
@@ -49,20 +154,32 @@ class FlowState:
         self._con_max_level = np.zeros(64)
         self._con_saturated = np.zeros(64, dtype=bool)
         self._n_cons = 1
+        self._con_segs: list[list[int]] = [[] for _ in range(64)]  # segments crossing it
         # Constraint -> slots index (CSR), rebuilt lazily; slots started since go to a list.
         self._index_indptr = np.zeros(1, dtype=np.int64)
         self._index_slots = np.zeros(0, dtype=np.int64)
         self._index_recent: list[int] = []
         self._index_dirty = True
-        # Flow slot arrays.
+        # Flow slot arrays: a slot's own entries, padded with constraint 0.
         self._path_con = np.zeros((0, 1), dtype=np.int64)
         self._path_coef = np.zeros((0, 1))
         self._priority = np.zeros(0)
         self._level_cap = np.zeros(0)
         self._level = np.zeros(0)
         self._active = np.zeros(0, dtype=bool)
+        self._has_seg = np.zeros(0, dtype=bool)
+        self._segs: list[tuple[tuple[int, float], ...]] = []  # (segment, weight) per slot
         self._flows: list[Any] = []
         self._free_slots: list[int] = []
+        # Segments: constraints and coefficients, stored once (flat copies for vector code).
+        self._seg_cons: list[IntArray] = []
+        self._seg_coefs: list[FloatArray] = []
+        self._seg_coef_of: list[dict[int, float]] = []
+        self._seg_slots: list[set[int]] = []  # active slots using each segment
+        self._segflat_con = np.zeros(0, dtype=np.int64)
+        self._segflat_coef = np.zeros(0)
+        self._segflat_start = np.zeros(1, dtype=np.int64)
+        self._segflat_dirty = False
         #: Counters for benchmarks and diagnostics.
         self.stats: dict[str, int] = {
             "full_solves": 0,
@@ -85,11 +202,37 @@ class FlowState:
             self._con_load = np.concatenate([self._con_load, np.zeros(grow)])
             self._con_max_level = np.concatenate([self._con_max_level, np.zeros(grow)])
             self._con_saturated = np.concatenate([self._con_saturated, np.zeros(grow, dtype=bool)])
+            self._con_segs.extend([] for _ in range(grow))
             self._on_new_constraints(grow)
         idx = self._n_cons
         self._con_cap[idx] = capacity
         self._n_cons += 1
         return idx
+
+    def _new_segment(self, coef_by_con: dict[int, float]) -> int:
+        """Store a shared sub-path (constraint -> coefficient); return its id."""
+        g = len(self._seg_cons)
+        cons = np.fromiter(coef_by_con, dtype=np.int64, count=len(coef_by_con))
+        coefs = np.fromiter(coef_by_con.values(), dtype=np.float64, count=len(coef_by_con))
+        self._seg_cons.append(cons)
+        self._seg_coefs.append(coefs)
+        self._seg_coef_of.append(dict(coef_by_con))
+        self._seg_slots.append(set())
+        for k in cons.tolist():
+            self._con_segs[k].append(g)
+        self._segflat_dirty = True
+        self._index_dirty = True
+        return g
+
+    def _segflat(self) -> tuple[IntArray, FloatArray, IntArray]:
+        """All segments' constraints and coefficients end to end, and each one's start."""
+        if self._segflat_dirty:
+            self._segflat_con = np.concatenate([np.zeros(0, dtype=np.int64), *self._seg_cons])
+            self._segflat_coef = np.concatenate([np.zeros(0), *self._seg_coefs])
+            sizes = [c.size for c in self._seg_cons]
+            self._segflat_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+            self._segflat_dirty = False
+        return self._segflat_con, self._segflat_coef, self._segflat_start
 
     def _grow_slots(self, extra: int) -> None:
         old = self._active.size
@@ -99,6 +242,8 @@ class FlowState:
         for attr in ("_priority", "_level_cap", "_level"):
             setattr(self, attr, np.concatenate([getattr(self, attr), np.zeros(extra)]))
         self._active = np.concatenate([self._active, np.zeros(extra, dtype=bool)])
+        self._has_seg = np.concatenate([self._has_seg, np.zeros(extra, dtype=bool)])
+        self._segs.extend([()] * extra)
         self._flows.extend([None] * extra)
         self._free_slots.extend(range(old + extra - 1, old - 1, -1))
         self._on_new_slots(extra)
@@ -113,27 +258,115 @@ class FlowState:
             self._grow_slots(max(64, self._active.size))
         return self._free_slots.pop()
 
-    def _solve_subset(self, slots: IntArray) -> None:
-        """Re-solve ``slots`` on the capacity left by all other active flows."""
-        cons = self._path_con[slots]
-        coefs = self._path_coef[slots]
-        old_rates = self._priority[slots] * self._level[slots]
-        mask = cons > 0
-        local_flow = np.broadcast_to(np.arange(slots.size)[:, None], cons.shape)[mask]
-        used_cons, local_con = np.unique(cons[mask], return_inverse=True)
-        own = np.bincount(
-            local_con, weights=(coefs * old_rates[:, None])[mask], minlength=used_cons.size
+    # ------------------------------------------------------------------ entries
+    def _factored(self, slots: IntArray) -> Factored:
+        """The entries of ``slots`` with their segments kept factored (see :class:`Factored`)."""
+        pc = self._path_con[slots]
+        mask = pc > 0
+        own = (
+            np.broadcast_to(np.arange(slots.size, dtype=np.int64)[:, None], pc.shape)[mask],
+            pc[mask],
+            self._path_coef[slots][mask],
         )
-        residual = np.maximum(self._con_cap[used_cons] - (self._con_load[used_cons] - own), 0.0)
-        level = solve_maxmin(
-            local_flow.astype(np.int64),
-            local_con.astype(np.int64),
-            coefs[mask],
-            residual,
+        with_seg = np.flatnonzero(self._has_seg[slots])
+        if with_seg.size == 0:
+            empty_i = np.zeros(0, dtype=np.int64)
+            return Factored(
+                slots.size,
+                own,
+                (empty_i, empty_i, np.zeros(0)),
+                (empty_i, np.zeros(0), np.zeros(1, dtype=np.int64)),
+            )
+        rows_i: list[int] = []
+        rows_g: list[int] = []
+        rows_u: list[float] = []
+        segs = self._segs
+        for i, slot in zip(with_seg.tolist(), slots[with_seg].tolist(), strict=True):
+            for g, u in segs[slot]:
+                rows_i.append(i)
+                rows_g.append(g)
+                rows_u.append(u)
+        used, local = np.unique(np.array(rows_g, dtype=np.int64), return_inverse=True)
+        flat_con, flat_coef, flat_start = self._segflat()
+        starts = flat_start[used]
+        lens = flat_start[used + 1] - starts
+        total = int(lens.sum())
+        idx = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(total)
+        seg_start = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        return Factored(
+            slots.size,
+            own,
+            (np.array(rows_i, dtype=np.int64), local.astype(np.int64), np.array(rows_u)),
+            (flat_con[idx], flat_coef[idx], seg_start),
+        )
+
+    def _entries(self, slots: IntArray) -> tuple[IntArray, IntArray, FloatArray]:
+        """Every (flow, constraint, coefficient) entry of ``slots``, segments expanded.
+
+        For inspection and tests (:meth:`snapshot`): the solvers use
+        :meth:`_factored`, which never expands a segment per flow.
+        """
+        f = self._factored(slots)
+        lens = np.diff(f.seg_start)
+        per_use = lens[f.use_seg]
+        total = int(per_use.sum())
+        idx = np.repeat(f.seg_start[f.use_seg] - np.cumsum(per_use) + per_use, per_use)
+        idx = idx + np.arange(total)
+        owner = np.concatenate([f.own_owner, np.repeat(f.use_owner, per_use)])
+        con = np.concatenate([f.own_con, f.seg_con[idx]])
+        coef = np.concatenate([f.own_coef, f.seg_coef[idx] * np.repeat(f.use_coef, per_use)])
+        order = np.argsort(owner, kind="stable")
+        return owner[order], con[order], coef[order]
+
+    def _mark(self, cons: IntArray) -> BoolArray:
+        mark = np.zeros(self._n_cons, dtype=bool)
+        mark[cons] = True
+        mark[0] = False
+        return mark
+
+    def _crossing(self, slots: IntArray, cons: IntArray) -> BoolArray:
+        """Which of ``slots`` cross any constraint in ``cons``."""
+        return self._factored(slots).owner_any(self._mark(cons))
+
+    # ------------------------------------------------------------------ solvers
+    def _solve_factored(
+        self, f: Factored, capacity: FloatArray, slots: IntArray, cons: IntArray | None = None
+    ) -> FloatArray:
+        """Levels of the flows of ``f`` on ``capacity`` (indexed by ``cons`` if given)."""
+        own_con, seg_con = f.own_con, f.seg_con
+        if cons is not None:
+            own_con = np.searchsorted(cons, own_con)
+            seg_con = np.searchsorted(cons, seg_con)
+        return solve_maxmin_factored(
+            f.own_owner,
+            own_con,
+            f.own_coef,
+            f.use_owner,
+            f.use_seg,
+            f.use_coef,
+            seg_con,
+            f.seg_coef,
+            f.seg_start,
+            capacity,
             self._level_cap[slots],
             self._priority[slots],
         )
-        self._level[slots] = level
+
+    def _solve_subset(self, slots: IntArray) -> None:
+        """Re-solve ``slots`` on the capacity left by all other active flows."""
+        f = self._factored(slots)
+        used = f.cons()
+        own = np.zeros(self._n_cons)
+        f.add_to(own, self._priority[slots] * self._level[slots])
+        residual = np.maximum(self._con_cap[used] - (self._con_load[used] - own[used]), 0.0)
+        self._level[slots] = self._solve_factored(f, residual, slots, used)
+
+    def _seg_users(self, cons: IntArray) -> list[int]:
+        """Segments that contain any of ``cons``."""
+        found: set[int] = set()
+        for k in cons.tolist():
+            found.update(self._con_segs[k])
+        return sorted(found)
 
     def _members(self, cons: IntArray) -> IntArray:
         """Active slots whose path crosses any constraint in ``cons``."""
@@ -143,32 +376,35 @@ class FlowState:
         starts = self._index_indptr[known]
         lengths = self._index_indptr[known + 1] - starts
         total = int(lengths.sum())
+        parts = [np.zeros(0, dtype=np.int64)]
         if total:
             offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-            candidates = self._index_slots[offsets + np.arange(total)]
-        else:
-            candidates = np.zeros(0, dtype=np.int64)
+            parts.append(self._index_slots[offsets + np.arange(total)])
         if self._index_recent:
-            candidates = np.concatenate([candidates, np.array(self._index_recent, dtype=np.int64)])
-        candidates = np.unique(candidates)
+            parts.append(np.array(self._index_recent, dtype=np.int64))
+        for g in self._seg_users(cons):
+            if self._seg_slots[g]:
+                parts.append(np.fromiter(self._seg_slots[g], dtype=np.int64))
+        candidates = np.unique(np.concatenate(parts))
         candidates = candidates[self._active[candidates]]
-        mark = np.zeros(self._n_cons, dtype=bool)
-        mark[cons] = True
-        mark[0] = False
-        return candidates[mark[self._path_con[candidates]].any(axis=1)]
+        return candidates[self._crossing(candidates, cons)]
 
-    def _rebuild_index(self, order: IntArray | None = None) -> None:
-        """Index active slots by constraint (CSR); later starts go to a recent list.
+    def _rebuild_index(self, owner_con: tuple[IntArray, IntArray] | None = None) -> None:
+        """Index active slots by their own constraints (CSR); later starts go to a list.
 
-        ``order`` is the stable argsort of the active entries' constraints, if known.
+        Flows crossing a constraint through a segment are found from the
+        segment's users instead.  ``owner_con`` is the (slot, constraint) of
+        every active own entry, if known.
         """
-        active = np.flatnonzero(self._active)
-        pc = self._path_con[active]
-        mask = pc > 0
-        cons = pc[mask]
-        slots = np.broadcast_to(active[:, None], pc.shape)[mask]
-        if order is None:
-            order = np.argsort(cons, kind="stable")
+        if owner_con is None:
+            active = np.flatnonzero(self._active)
+            pc = self._path_con[active]
+            mask = pc > 0
+            slots = np.broadcast_to(active[:, None], pc.shape)[mask]
+            cons = pc[mask]
+        else:
+            slots, cons = owner_con
+        order = np.argsort(cons, kind="stable")
         counts = np.bincount(cons, minlength=self._n_cons)
         self._index_indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         self._index_slots = slots[order]
@@ -181,24 +417,18 @@ class FlowState:
         Returns the active slots touching ``cons``.
         """
         touching = self._members(cons)
-        mark = np.zeros(self._n_cons, dtype=bool)
-        mark[cons] = True
-        mark[0] = False
-        pc = self._path_con[touching]
-        in_set = mark[pc]
-        con_entries = pc[in_set]
-        rates = self._priority[touching] * self._level[touching]
+        mark = self._mark(cons)
+        f = self._factored(touching)
         self._con_load[cons] = 0.0
-        np.add.at(self._con_load, con_entries, (self._path_coef[touching] * rates[:, None])[in_set])
+        f.add_to(self._con_load, self._priority[touching] * self._level[touching], mark)
         self._con_max_level[cons] = 0.0
-        levels = np.broadcast_to(self._level[touching][:, None], pc.shape)[in_set]
-        np.maximum.at(self._con_max_level, con_entries, levels)
+        f.max_into(self._con_max_level, self._level[touching], mark)
         self._update_saturation(cons)
         return touching
 
-    def _saturated_now(self, cons: IntArray) -> npt.NDArray[np.bool_]:
+    def _saturated_now(self, cons: IntArray) -> BoolArray:
         cap = self._con_cap[cons]
-        saturated: npt.NDArray[np.bool_] = (
+        saturated: BoolArray = (
             self._con_load[cons] >= cap * (1.0 - SATURATION_RTOL)
         ) & np.isfinite(cap)
         return saturated
@@ -207,12 +437,22 @@ class FlowState:
         self._con_saturated[cons] = self._saturated_now(cons)
         self._con_saturated[0] = False
 
+    def _lowest_bottleneck_level(self, f: Factored) -> FloatArray:
+        """Per flow, the lowest highest-level among the saturated constraints it crosses."""
+        per_con = np.where(
+            self._con_saturated[: self._n_cons], self._con_max_level[: self._n_cons], np.inf
+        )
+        return f.owner_min(per_con)
+
     def _invalid_flows(self, slots: IntArray) -> IntArray:
-        """Return the slots that violate the max-min optimality condition."""
-        pc = self._path_con[slots]
+        """Return the slots that violate the max-min optimality condition.
+
+        A flow is fine at its cap, or when it crosses a saturated constraint on
+        which no flow has a higher level (it has the highest level there).
+        """
+        f = self._factored(slots)
         level = self._level[slots]
-        is_max = level[:, None] >= self._con_max_level[pc] * (1.0 - LEVEL_RTOL)
-        ok = (self._con_saturated[pc] & is_max).any(axis=1)
+        ok = level >= self._lowest_bottleneck_level(f) * (1.0 - LEVEL_RTOL)
         ok |= level >= self._level_cap[slots] * (1.0 - LEVEL_RTOL)
         return slots[~ok]
 
@@ -240,14 +480,10 @@ class FlowState:
                 old_rates = self._priority[s_slots] * self._level[s_slots]
                 self._solve_subset(s_slots)
                 delta = self._priority[s_slots] * self._level[s_slots] - old_rates
-                path = self._path_con[s_slots]
-                np.add.at(
-                    self._con_load,
-                    path.reshape(-1),
-                    (self._path_coef[s_slots] * delta[:, None]).reshape(-1),
-                )
+                f = self._factored(s_slots)
+                f.add_to(self._con_load, delta)
                 self._con_load[0] = 0.0
-                changed = np.union1d(changed, path[path > 0])
+                changed = np.union1d(changed, f.cons())
                 solved = s_slots
             # Only constraints saturated before or after can decide a bottleneck.
             relevant = changed[self._con_saturated[changed] | self._saturated_now(changed)]
@@ -264,25 +500,19 @@ class FlowState:
             ]
             if over.size:
                 # A capacity fell below the load: every flow crossing it must be re-solved.
-                mark = np.zeros(self._n_cons, dtype=bool)
-                mark[over] = True
-                crossing = touching[mark[self._path_con[touching]].any(axis=1)]
+                crossing = touching[self._crossing(touching, over)]
                 grow = np.union1d(grow, crossing[~in_s[crossing]])
             invalid_s = invalid[in_s[invalid]]
             if invalid_s.size:
                 # A re-solved flow sits below a fixed flow on one of its saturated
                 # constraints: free the higher fixed flows there.
                 threshold = np.full(self._n_cons, np.inf)
-                pc = self._path_con[invalid_s]
-                np.minimum.at(
-                    threshold, pc.reshape(-1), np.repeat(self._level[invalid_s], pc.shape[1])
-                )
+                self._factored(invalid_s).min_into(threshold, self._level[invalid_s])
                 threshold[0] = np.inf
                 others = touching[~in_s[touching]]
-                above = self._level[others][:, None] > threshold[self._path_con[others]] * (
-                    1.0 + LEVEL_RTOL
-                )
-                grow = np.union1d(grow, others[above.any(axis=1)])
+                lowest = self._factored(others).owner_min(threshold)
+                above = self._level[others] > lowest * (1.0 + LEVEL_RTOL)
+                grow = np.union1d(grow, others[above])
             if grow.size == 0:
                 self.stats["repair_flows"] += int(s_slots.size)
                 return np.unique(np.concatenate(reach_slots)), np.unique(np.concatenate(reach_cons))
@@ -298,29 +528,12 @@ class FlowState:
         if active.size == 0:
             self._rebuild_index()
             return
-        cons = self._path_con[active]
-        coefs = self._path_coef[active]
-        mask = cons > 0
-        entry_con = cons[mask]
-        order = np.argsort(entry_con, kind="stable")
-        local_flow = np.broadcast_to(np.arange(active.size)[:, None], cons.shape)[mask]
-        level = solve_maxmin(
-            local_flow.astype(np.int64),
-            entry_con,
-            coefs[mask],
-            self._con_cap[: self._n_cons],
-            self._level_cap[active],
-            self._priority[active],
-            con_order=order,
-        )
+        f = self._factored(active)
+        level = self._solve_factored(f, self._con_cap[: self._n_cons], active)
         self._level[active] = level
-        rates = self._priority[active] * level
-        self._con_load[: self._n_cons] = np.bincount(
-            entry_con, weights=(coefs * rates[:, None])[mask], minlength=self._n_cons
-        )
+        f.add_to(self._con_load, self._priority[active] * level)
         self._con_load[0] = 0.0
-        np.maximum.at(
-            self._con_max_level, entry_con, np.broadcast_to(level[:, None], cons.shape)[mask]
-        )
+        f.max_into(self._con_max_level, level)
+        self._con_max_level[0] = 0.0
         self._update_saturation(np.arange(self._n_cons))
-        self._rebuild_index(order)
+        self._rebuild_index((active[f.own_owner], f.own_con))
