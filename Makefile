@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: validate test test-slow bench lint readme clean
+.PHONY: validate test test-slow bench lint readme reference clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -35,3 +35,6 @@ clean:
 
 readme: $(STAMP)
 	$(BIN)/python tools/update_readme_table.py
+
+reference: $(STAMP)
+	$(BIN)/python tools/generate_reference.py

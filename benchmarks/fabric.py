@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 import simpy
 
+from benchmarks.memory import peak_rss_MiB
 from flashsim.engine.flows import FlowNetwork
 
 CLIENT_LINK_Bps = 25e9
@@ -121,11 +122,9 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     makespan, net = run_fabric(inst)
     wall = time.perf_counter() - start
-    print(
-        json.dumps(
-            {"flows": n, "variant": variant, "wall_s": wall, "makespan_s": makespan, **net.stats}
-        )
-    )
+    peak = peak_rss_MiB()
+    record = {"flows": n, "variant": variant, "wall_s": wall, "makespan_s": makespan}
+    print(json.dumps({**record, "peak_rss_MiB": peak, **net.stats}))
     return 0
 
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import json
 import sys
+import warnings
 from collections.abc import Callable, Sequence
-from functools import wraps
+from functools import partial, wraps
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from flashsim.config import MISSING, ConfigError, parse_override
-from flashsim.units import UnitError
+from flashsim.config import MISSING, ConfigError, ModelWarning, parse_override
+from flashsim.units import UnitError, parse_quantity
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,14 +26,70 @@ F = TypeVar("F", bound=Callable[..., Any])
 RUN_FORMATS = ("text", "json")
 
 
+#: Exit statuses of every command (also in ``flashsim --help``).
+EXIT_CODES = """Exit status: 0 success; 1 a validation record failed; 2 a bad file, value or
+option (one 'error:' line naming the file, key and value); 3 an internal error (a flashsim
+bug: one line, the traceback with --debug); 4 a run stopped by --max-wall or --max-memory
+(the phases completed are printed)."""
+
+
+def _debug() -> bool:
+    """Whether ``flashsim --debug`` (or ``FLASHSIM_DEBUG=1``) asked for tracebacks."""
+    ctx = click.get_current_context(silent=True)
+    root = ctx.find_root() if ctx is not None else None
+    return bool(root is not None and root.params.get("debug"))
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: Any = None,
+    line: str | None = None,
+    *,
+    seen: set[str],
+) -> None:
+    text = str(message)
+    if issubclass(category, ModelWarning):
+        if text not in seen:
+            seen.add(text)
+            click.echo(f"warning: {text}", err=True)
+    else:
+        click.echo(f"warning: {category.__name__}: {text}", err=True)
+
+
 def _clean_errors(func: F) -> F:
+    """Map user errors to one ``error:`` line and exit 2, other exceptions to exit 3.
+
+    :class:`ConfigError`/:class:`UnitError` are a user's bad input; any other
+    exception is a flashsim bug: one line says so (exit 3) unless ``--debug``
+    asks for the traceback.  Model warnings are printed once each.
+    """
+
     @wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        seen: set[str] = set()
         try:
-            return func(*args, **kwargs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", ModelWarning)
+                warnings.showwarning = partial(_show_warning, seen=seen)
+                return func(*args, **kwargs)
         except (ConfigError, UnitError) as exc:
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if _debug():
+                raise
+            first = str(exc).splitlines()[0][:200] if str(exc) else ""
+            click.echo(
+                f"error: internal error ({type(exc).__name__}: {first}); this is a flashsim "
+                "bug, please report it (rerun with 'flashsim --debug ...' for the traceback)",
+                err=True,
+            )
+            sys.exit(3)
 
     return wrapper  # type: ignore[return-value]
 
@@ -58,9 +115,29 @@ SET_HELP = (
 )
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def max_wall_option(help_text: str) -> Callable[[F], F]:
+    """The ``--max-wall SECONDS`` option (a wall-clock limit, exit 4 when reached)."""
+    return click.option(
+        "--max-wall",
+        "max_wall_s",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="SECONDS",
+        help=help_text,
+    )
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES.replace("\n", " ")
+)
 @click.version_option(package_name="flashsim")
-def main() -> None:
+@click.option(
+    "--debug",
+    is_flag=True,
+    envvar="FLASHSIM_DEBUG",
+    help="Show the Python traceback of an internal error (exit 3) instead of one line.",
+)
+def main(debug: bool) -> None:
     """flashsim: simulate tiered all-flash HPC storage systems."""
 
 
@@ -79,6 +156,15 @@ def main() -> None:
 @click.option(
     "--fidelity", type=click.Choice(["flow", "request"]), default=None, help="Override fidelity."
 )
+@max_wall_option("Stop after this many wall-clock seconds: print the phases completed, exit 4.")
+@click.option(
+    "--max-memory",
+    "max_memory",
+    default=None,
+    metavar="SIZE",
+    help="Stop when resident memory exceeds SIZE (e.g. '2 GiB'): print the phases completed, "
+    "exit 4.",
+)
 @_clean_errors
 def run(
     scenario: Path,
@@ -87,18 +173,40 @@ def run(
     sets: Sequence[str],
     seed: int | None,
     fidelity: str | None,
+    max_wall_s: float | None,
+    max_memory: str | None,
 ) -> None:
-    """Run SCENARIO (a TOML file) and print its results."""
-    from flashsim.measure.report import format_run_ior_json, format_run_text
-    from flashsim.scenario import load_scenario, run_loaded
+    """Run SCENARIO (a TOML file) and print its results.
 
+    Exit status 2 for a bad file or value, 3 for an internal error, 4 when
+    --max-wall or --max-memory stopped the run (the phases completed are printed).
+    """
+    from flashsim.measure.report import format_run_ior_json, format_run_text
+    from flashsim.scenario import RunLimits, RunStopped, load_scenario, run_loaded
+
+    if max_wall_s is not None and not max_wall_s < float("inf"):
+        raise ConfigError(
+            "--max-wall", "", MISSING, f"{max_wall_s}: expected a finite number of seconds"
+        )
+    memory_B = None
+    if max_memory is not None:
+        try:
+            memory_B = parse_quantity(max_memory, "bytes")
+        except UnitError as exc:
+            raise ConfigError("--max-memory", "", MISSING, str(exc)) from None
     overrides = _overrides(sets)
     if seed is not None:
         overrides["seed"] = str(seed)
     if fidelity is not None:
         overrides["fidelity"] = f'"{fidelity}"'
     loaded = load_scenario(scenario, overrides)
-    result = run_loaded(loaded, progress=sys.stderr.isatty())
+    stopped: str | None = None
+    try:
+        result = run_loaded(
+            loaded, progress=sys.stderr.isatty(), limits=RunLimits(max_wall_s, memory_B)
+        )
+    except RunStopped as stop:
+        result, stopped = stop.partial, stop.reason
     fmt = "json" if as_json else (fmt or "text")
     if fmt == "json":
         click.echo(_dumps(result.to_dict()))
@@ -106,6 +214,10 @@ def run(
         click.echo(_dumps(format_run_ior_json(result)))
     else:
         click.echo(format_run_text(result))
+    if stopped is not None:
+        done, total = len(result.phases), len(loaded.phases)
+        click.echo(f"stopped: {stopped}; {done} of {total} phases completed", err=True)
+        sys.exit(4)
 
 
 @main.command(name="validate")
@@ -132,6 +244,13 @@ def validate_cmd(as_json: bool, only: str, directory: Path) -> None:
     if not directory.is_dir():
         raise ConfigError(str(directory), "", MISSING, "validation directory not found")
     records = [(p, r) for p, r in load_records(directory) if only in r.id]
+    if not records:
+        raise ConfigError(
+            "--only",
+            "",
+            MISSING,
+            f"no validation record in {directory} has an id containing {only!r}",
+        )
     bar = tqdm(total=len(records), desc="validate", unit="record", disable=not sys.stderr.isatty())
 
     def tick(_result: object) -> None:
@@ -179,16 +298,35 @@ def describe(model: Path, as_json: bool, sets: Sequence[str]) -> None:
 @click.option(
     "--jobs",
     "-j",
-    type=click.IntRange(min=1),
-    default=1,
-    show_default=True,
-    help="Worker processes.",
+    type=int,
+    default=None,
+    help="Local worker processes (default: one per core, at most one per point; more than "
+    "the cores is refused). 1 runs every point in this process, with no cluster.",
 )
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    default=None,
+    help="Run the points on this running Dask scheduler (tcp://host:8786), e.g. a Slurm "
+    "cluster started with dask-jobqueue (docs/sweeps.md).",
+)
+@click.option(
+    "--store",
+    "store",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Results store: a directory with one Parquet file per finished point (default "
+    ".flashsim/sweeps/<scenario>-<hash>.parquet under the current directory).",
+)
+@click.option(
+    "--resume", is_flag=True, help="Keep the points already in the store; run only the others."
+)
+@max_wall_option("Stop cleanly after this many wall-clock seconds (exit 4); --resume finishes.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON array of rows.")
 @click.option(
     "--csv",
     "csv_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     default=None,
     help="Also write the table to this CSV file.",
 )
@@ -197,21 +335,65 @@ def sweep(
     scenario: Path,
     varies: Sequence[str],
     sets: Sequence[str],
-    jobs: int,
+    jobs: int | None,
+    scheduler: str | None,
+    store: Path | None,
+    resume: bool,
+    max_wall_s: float | None,
     as_json: bool,
     csv_path: Path | None,
 ) -> None:
-    """Run SCENARIO over the cross product of --vary values; one row per phase and point."""
-    from flashsim.sweep import run_sweep
+    """Run SCENARIO over the cross product of --vary values; one row per phase and point.
 
-    axes: list[tuple[str, list[str]]] = []
-    for text in varies:
-        key, raw = parse_override(text)
-        values = [v.strip() for v in raw.split(",") if v.strip()]
-        if not values:
-            raise ConfigError("--vary", key, raw, "expected a comma-separated list of values")
-        axes.append((key, values))
-    table = run_sweep(scenario, axes, _overrides(sets), jobs=jobs, progress=sys.stderr.isatty())
+    Every finished point is written at once to the results store, so an
+    interrupted sweep loses nothing: rerun the same command with --resume.
+    Exit status: 0 done; 1 some points crashed; 2 a bad value (nothing ran, or
+    every failed point had one); 4 --max-wall reached; 130/143 SIGINT/SIGTERM.
+    """
+    from flashsim.sweep import (
+        SweepFailedError,
+        SweepStoppedError,
+        check_axes,
+        check_writable_file,
+        default_store,
+        local_workers,
+        run_sweep,
+        sweep_points,
+    )
+
+    axes = _sweep_axes(varies)
+    overrides = _overrides(sets)
+    check_axes(axes, overrides)
+    n_points = len(sweep_points(axes))
+    workers = local_workers(jobs, n_points, scheduler)
+    if jobs is not None and scheduler is None and jobs > workers:
+        click.echo(
+            f"warning: --jobs {jobs} is more than the {n_points} point(s); using {workers}",
+            err=True,
+        )
+    if csv_path is not None:
+        check_writable_file(csv_path, "--csv")
+    where = store if store is not None else default_store(scenario, axes, overrides)
+    try:
+        table = run_sweep(
+            scenario,
+            axes,
+            overrides,
+            jobs=workers,
+            progress=sys.stderr.isatty(),
+            store=where,
+            resume=resume,
+            overwrite=store is None,
+            scheduler=scheduler,
+            max_wall_s=max_wall_s,
+        )
+    except SweepStoppedError as exc:
+        click.echo(f"stopped: {exc}", err=True)
+        sys.exit(exc.exit_status)
+    except SweepFailedError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2 if exc.user_error else 1)
+    click.echo(f"sweep: {n_points} point(s) in the store {where}", err=True)
     if csv_path is not None:
         table.to_csv(csv_path, index=False)
     if as_json:
@@ -220,6 +402,18 @@ def sweep(
         keys = [k for k, _ in axes]
         cols = [*keys, "name", "bandwidth_GBps", "iops", "ci_rel_halfwidth"]
         click.echo(table[cols].to_string(index=False))
+
+
+def _sweep_axes(varies: Sequence[str]) -> list[tuple[str, list[str]]]:
+    """``--vary KEY=V1,V2,...`` options as ``(key, values)`` axes."""
+    axes: list[tuple[str, list[str]]] = []
+    for text in varies:
+        key, raw = parse_override(text)
+        values = [v.strip() for v in raw.split(",") if v.strip()]
+        if not values:
+            raise ConfigError("--vary", key, raw, "expected a comma-separated list of values")
+        axes.append((key, values))
+    return axes
 
 
 if __name__ == "__main__":  # pragma: no cover

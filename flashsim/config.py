@@ -8,13 +8,24 @@ CLI prints it on one line and exits with status 2.
 
 from __future__ import annotations
 
+import re
+import stat
 import tomllib
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin, overload
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    TypeAdapter,
+    ValidationError,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
 
 from flashsim.units import Dimension, UnitError, parse_quantity
 
@@ -51,14 +62,23 @@ class ConfigError(Exception):
 def _show(value: object) -> str:
     if value is MISSING:
         return ""
-    if isinstance(value, (dict, list)):
-        text = repr(value)
-        return text if len(text) <= 80 else text[:77] + "..."
-    return repr(value)
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f"<an integer of ~{int(value.bit_length() * 0.30103) + 1} digits>"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 #: Marks a ConfigError that has no value to show (a missing key or file).
 MISSING = object()
+
+
+class ModelWarning(UserWarning):
+    """A value that is accepted but not modelled; the CLI prints each once as ``warning:``."""
+
+
+def warn(message: str) -> None:
+    """Warn (once per message in the CLI) that an accepted value is not modelled, and why."""
+    warnings.warn(message, ModelWarning, stacklevel=2)
 
 
 # ---------------------------------------------------------------- quantity types
@@ -75,9 +95,27 @@ def _quantity_validator(
                 raise ValueError(f"{value!r} must be > {minimum:g}")
             if not exclusive and not result >= minimum:
                 raise ValueError(f"{value!r} must be >= {minimum:g}")
+        span = PHYSICAL_RANGE.get(dimension)
+        if span is not None and result != 0.0 and not span[0] <= abs(result) <= span[1]:
+            low, high, unit = span
+            raise ValueError(
+                f"{value!r} is outside the physical range {low:g} {unit} .. {high:g} {unit} "
+                "this simulator accepts (a typo or a missing unit prefix?)"
+            )
         return float(result)
 
     return parse
+
+
+#: Magnitudes (SI units) a nonzero quantity must lie within: beyond them no storage
+#: system exists and float arithmetic in the models loses all precision (1e-300 B/s
+#: would stall the event loop, 1e300 B overflows rates to zero).
+PHYSICAL_RANGE: dict[str, tuple[float, float, str]] = {
+    "bytes": (1.0, 1e21, "B"),  # 1 B .. 1 ZB
+    "bandwidth": (1.0, 1e16, "B/s"),  # 1 B/s .. 10 PB/s
+    "time": (1e-12, 1e9, "s"),  # 1 ps .. ~32 years
+    "rate": (1e-3, 1e13, "IOPS"),
+}
 
 
 def quantity(dimension: Dimension, minimum: float | None = 0.0, exclusive: bool = True) -> Any:
@@ -114,28 +152,129 @@ def _unit_fraction(value: object) -> float:
 UnitFraction = Annotated[float, BeforeValidator(_unit_fraction)]
 
 
+#: Largest integer a count may have: beyond 2**53 a float no longer holds every integer, and no
+#: system has that many of anything (a 400-digit count would otherwise reach the models).
+MAX_INT = 2**53
+
+
+def _accepts_bool(annotation: Any) -> bool:
+    """Whether a field's annotation admits a boolean (``bool``, ``Any`` or a union with one)."""
+    if annotation is bool or annotation is Any:
+        return True
+    return any(_accepts_bool(arg) for arg in get_args(annotation))
+
+
+def _check_number(value: Any, bools_ok: bool) -> None:
+    """Refuse booleans where numbers are expected and integers no count can reach."""
+    if isinstance(value, bool):
+        if not bools_ok:
+            raise ValueError(f"{value!r} is a boolean; expected a number (write 1 or 0 if meant)")
+    elif isinstance(value, int) and abs(value) > MAX_INT:
+        digits = int(value.bit_length() * 0.30103) + 1  # str() refuses over 4300 digits
+        raise ValueError(f"an integer of ~{digits} digits; expected at most 2**53")
+    elif isinstance(value, list):
+        for item in value:
+            _check_number(item, bools_ok)
+
+
+def field_error(field: str, message: str) -> PydanticCustomError:
+    """An error a model validator raises about one of its fields (its key names the field)."""
+    return PydanticCustomError("field_error", "{message}", {"message": message, "field": field})
+
+
 class StrictModel(BaseModel):
-    """Base of every file schema: unknown keys are errors, values are checked once."""
+    """Base of every file schema: unknown keys are errors, values are checked once.
+
+    Pydantic's lax mode would read ``nodes = true`` as 1; a boolean is refused
+    wherever the field is not a boolean, and integers above :data:`MAX_INT`
+    are refused everywhere.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True, validate_default=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _numbers_not_booleans(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            for name, value in data.items():
+                field = cls.model_fields.get(str(name))
+                if field is not None:
+                    try:
+                        _check_number(value, _accepts_bool(field.annotation))
+                    except ValueError as exc:
+                        raise field_error(str(name), str(exc)) from None
+        return data
 
 
 M = TypeVar("M", bound=BaseModel)
 
 
 # ------------------------------------------------------------------- loading
+#: Largest model or scenario file read (bytes); real ones are a few kB.
+MAX_FILE_B = 4 * 2**20
+#: Longest run of digits read as a number: longer literals are refused before any
+#: parser sees them (Python needs minutes for a 100,000-digit integer, and no
+#: quantity needs more than a few dozen digits).
+MAX_DIGITS = 100
+_LONG_DIGITS = re.compile(rf"\d{{{MAX_DIGITS + 1},}}")
+
+
+def long_literal(text: str) -> str | None:
+    """Describe the first run of more than :data:`MAX_DIGITS` digits in ``text``, or ``None``."""
+    match = _LONG_DIGITS.search(text)
+    if match is None:
+        return None
+    line = text.count("\n", 0, match.start()) + 1
+    where = f"line {line}: " if "\n" in text else ""
+    return (
+        f"{where}a number literal of {match.end() - match.start()} digits; "
+        f"at most {MAX_DIGITS} digits are read"
+    )
+
+
+def _read_regular(p: Path) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_FILE_B`; special files are refused.
+
+    ``/dev/zero``, FIFOs, sockets and directories would block or never end, so
+    the file type is checked before the file is opened.
+    """
+    try:
+        info = p.stat()
+    except FileNotFoundError:
+        raise ConfigError(str(p), "", MISSING, "file not found") from None
+    except OSError as exc:
+        raise ConfigError(str(p), "", MISSING, f"cannot read file ({exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise ConfigError(str(p), "", MISSING, "is a directory; expected a TOML file")
+    if not stat.S_ISREG(info.st_mode):
+        raise ConfigError(
+            str(p), "", MISSING, "is a special file (device, FIFO or socket); expected a TOML file"
+        )
+    if info.st_size > MAX_FILE_B:
+        raise ConfigError(
+            str(p),
+            "",
+            MISSING,
+            f"file of {info.st_size} bytes; model and scenario files are at most "
+            f"{MAX_FILE_B // 2**20} MiB",
+        )
+    with p.open("rb") as handle:
+        return handle.read(MAX_FILE_B + 1)
+
+
 def load_toml(path: str | Path) -> dict[str, Any]:
     """Read a TOML file into a dict, turning every failure into a :class:`ConfigError`."""
     p = Path(path)
     try:
-        text = p.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        raise ConfigError(str(p), "", MISSING, "file not found") from None
+        text = _read_regular(p).decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(str(p), "", MISSING, f"cannot read file ({exc})") from None
+    too_long = long_literal(text)
+    if too_long is not None:
+        raise ConfigError(str(p), "", MISSING, too_long)
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except (ValueError, RecursionError) as exc:  # TOMLDecodeError is a ValueError
         raise ConfigError(str(p), "", MISSING, f"not valid TOML ({exc})") from None
 
 
@@ -164,9 +303,14 @@ def _loc_to_key(loc: Iterable[int | str], data: Any, missing: bool = False) -> t
     return ".".join(parts), node
 
 
-def _describe_error(err: Mapping[str, Any], model: type[BaseModel], data: Any) -> ConfigError:
+def _describe_error(
+    err: Mapping[str, Any], model: type[BaseModel], data: Any, schema: Any = None
+) -> ConfigError:
     kind = err["type"]
-    key, value = _loc_to_key(err["loc"], data, missing=kind == "missing")
+    loc = list(err["loc"])
+    if kind == "field_error":  # raised for a whole table (see field_error): name the field
+        loc.append(err.get("ctx", {}).get("field", ""))
+    key, value = _loc_to_key(loc, data, missing=kind == "missing")
     if isinstance(value, Mapping):
         value = MISSING  # a whole table: the message names the fields involved
     if kind == "extra_forbidden":
@@ -175,6 +319,22 @@ def _describe_error(err: Mapping[str, Any], model: type[BaseModel], data: Any) -
         return ConfigError("", key, value, f"unknown key{hint}")
     if kind == "missing":
         return ConfigError("", key, MISSING, "required key is missing")
+    if kind in ("union_tag_not_found", "union_tag_invalid"):
+        # A table whose type key (kind, workload) is missing or unknown: often the wrong file.
+        tag = str(err.get("ctx", {}).get("discriminator", "")).strip("'")
+        tags = err.get("ctx", {}).get("expected_tags") or ", ".join(
+            repr(v)
+            for m in _models_in(schema)
+            if tag in m.model_fields
+            for v in get_args(m.model_fields[tag].annotation)
+        )
+        where = f"{key}.{tag}" if key else tag
+        if kind == "union_tag_not_found":
+            expected = f"; expected {tag} = one of {tags}" if tags else ""
+            return ConfigError(
+                "", where, MISSING, f"required key is missing{expected} (is this the right file?)"
+            )
+        return ConfigError("", where, _loc_to_key([*loc, tag], data)[1], f"expected one of {tags}")
     message = str(err["msg"])
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
@@ -279,7 +439,7 @@ def validate(
         return adapter.validate_python(data, context=dict(context) if context else None)
     except ValidationError as exc:
         errors = exc.errors()
-        first = _describe_error(errors[0], _model_for(schema, data), data)
+        first = _describe_error(errors[0], _model_for(schema, data), data, schema)
         first.path = str(path)
         if key_prefix:
             first.key = f"{key_prefix}.{first.key}" if first.key else key_prefix
@@ -300,7 +460,7 @@ def parse_override(text: str) -> tuple[str, str]:
 def _toml_value(text: str) -> object:
     try:
         return tomllib.loads(f"v = {text}")["v"]
-    except tomllib.TOMLDecodeError:
+    except (ValueError, RecursionError):  # TOMLDecodeError is a ValueError
         return text  # a bare unit string such as 200 Gb/s
 
 
@@ -312,6 +472,9 @@ def apply_overrides(data: dict[str, Any], overrides: Mapping[str, str], path: st
     or by the value of its ``name`` key (``phases.write.ranks=8``).
     """
     for key, raw in overrides.items():
+        too_long = long_literal(raw)
+        if too_long is not None:
+            raise ConfigError(f"{path} (--set)", key, raw, too_long)
         parts = key.split(".")
         node: Any = data
         for depth, part in enumerate(parts):

@@ -9,6 +9,9 @@ carries from phase to phase.
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +21,7 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from flashsim.config import (
+    MISSING,
     ConfigError,
     StrictModel,
     apply_overrides,
@@ -25,20 +29,26 @@ from flashsim.config import (
     validate,
 )
 from flashsim.engine.simulation import Simulation
-from flashsim.measure.results import RunResult
+from flashsim.measure.results import PhaseResult, RunResult
 from flashsim.systems import SYSTEM_KINDS, system_kind
-from flashsim.systems.base import Fidelity, SystemKind
+from flashsim.systems.base import Fidelity, SystemKind, check_work
 
 
 class ScenarioFile(StrictModel):
     """The header of a scenario file; phases are checked by the system kind."""
 
-    name: str
-    description: str = ""
-    system: str
-    seed: Annotated[int, Field(ge=0)] = 0
-    fidelity: Fidelity = "flow"
-    phases: Annotated[list[dict[str, Any]], Field(min_length=1)]
+    name: str = Field(description="Scenario name, for reports.")
+    description: str = Field("", description="Free text, for reports.")
+    system: str = Field(description="Path of the model file, relative to this scenario file.")
+    seed: Annotated[int, Field(ge=0)] = Field(
+        0, description="Seed of every random stream; the same seed gives identical results."
+    )
+    fidelity: Fidelity = Field(
+        "flow", description="`flow` (max-min fair flows) or `request` (per-request queues)."
+    )
+    phases: Annotated[list[dict[str, Any]], Field(min_length=1)] = Field(
+        description="Workload phases, run in order on one system (state carries over)."
+    )
 
 
 @dataclass
@@ -119,29 +129,213 @@ def load_scenario(path: str | Path, overrides: Mapping[str, str] = {}) -> Loaded
         validate(system.kind.phase_type, raw, p, key_prefix=f"phases.{i}")
         for i, raw in enumerate(spec.phases)
     ]
+    check_phases(p, spec.phases, system, phases)
     return LoadedScenario(p, spec, system, phases)
 
 
-def run_loaded(scenario: LoadedScenario, progress: bool = False) -> RunResult:
-    """Run a loaded scenario and return its results."""
+def check_phases(
+    path: Path, raw: list[dict[str, Any]], system: LoadedModel, phases: list[Any]
+) -> None:
+    """Checks across phases and against the model, before anything is built.
+
+    Phase names are unique (``--set phases.<name>.key`` addresses them), a read
+    of a ``dataset`` follows a write of it, and the system kind's
+    :meth:`~flashsim.systems.base.SystemKind.check_phase` accepts each phase
+    (indices within the model, resources the run would need).
+    """
+    from flashsim.workloads.ior import IorPhase
+
+    seen: dict[str, int] = {}
+    written: list[str] = []
+    for i, phase in enumerate(phases):
+        name = getattr(phase, "name", None)
+        if isinstance(name, str):
+            if name in seen:
+                raise ConfigError(
+                    str(path),
+                    f"phases.{i}.name",
+                    name,
+                    f"phases.{seen[name]} has the same name; phase names must be unique",
+                )
+            seen[name] = i
+        for key in type(phase).model_fields:
+            if getattr(phase, key) == []:
+                raise ConfigError(
+                    str(path), f"phases.{i}.{key}", [], "an empty list; expected at least one value"
+                )
+        if isinstance(phase, IorPhase) and phase.dataset is not None:
+            if phase.operation == "write":
+                written.append(phase.dataset)
+            elif phase.dataset not in written:
+                so_far = ", ".join(repr(d) for d in written) or "none"
+                raise ConfigError(
+                    str(path),
+                    f"phases.{i}.dataset",
+                    phase.dataset,
+                    f"no earlier phase writes this dataset (written before: {so_far})",
+                )
+        try:
+            system.kind.check_phase(system.model, phase)
+            check_work(phase)
+        except ValueError as exc:
+            key, _, message = str(exc).partition(": ")
+            value = _resolve(raw[i], key)
+            raise ConfigError(
+                str(path), f"phases.{i}.{key}", MISSING if value is None else value, message
+            ) from None
+
+
+@dataclass(frozen=True)
+class RunLimits:
+    """Limits a run stops at (``run --max-wall``, ``--max-memory``); ``None`` for none.
+
+    Attributes
+    ----------
+    max_wall_s : float or None
+        Wall-clock seconds since the run started.
+    max_memory_B : float or None
+        Resident memory of the process in bytes.
+    """
+
+    max_wall_s: float | None = None
+    max_memory_B: float | None = None
+
+
+class RunStopped(Exception):  # noqa: N818 - a requested stop, not an error
+    """A run stopped by a :class:`RunLimits` limit; ``partial`` holds the phases completed."""
+
+    def __init__(self, reason: str, partial: RunResult) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.partial = partial
+
+
+class _LimitReached(BaseException):
+    """Raised inside the run (from a timer signal) when a limit is passed.
+
+    A ``BaseException`` like ``KeyboardInterrupt``, so that no ``except
+    Exception`` in a model can swallow it.
+    """
+
+
+def resident_memory_B() -> float:
+    """Resident set size of this process in bytes (peak RSS where /proc is missing)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+        return float(pages * os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+
+
+class _Watchdog:
+    """Checks the limits between phases and, from a 0.1 s timer signal, inside them.
+
+    The timer (``SIGALRM``) is used only in the main thread of a process that
+    has it; elsewhere limits are checked between phases only.
+    """
+
+    def __init__(self, limits: RunLimits | None, started_s: float) -> None:
+        self.limits = limits or RunLimits()
+        self.started_s = started_s
+        self.active = False
+        self._previous: Any = None
+
+    def reason(self) -> str | None:
+        """Why the run must stop now, or ``None``."""
+        lim = self.limits
+        if lim.max_wall_s is not None:
+            elapsed = time.perf_counter() - self.started_s
+            if elapsed > lim.max_wall_s:
+                return f"wall time {elapsed:.2f} s exceeded --max-wall {lim.max_wall_s:g} s"
+        if lim.max_memory_B is not None:
+            rss = resident_memory_B()
+            if rss > lim.max_memory_B:
+                return (
+                    f"resident memory {rss / 1e6:.4g} MB exceeded --max-memory "
+                    f"{lim.max_memory_B / 1e6:.4g} MB"
+                )
+        return None
+
+    def check(self) -> None:
+        """Raise :class:`_LimitReached` when a limit is passed."""
+        why = self.reason()
+        if why is not None:
+            raise _LimitReached(why)
+
+    def _on_timer(self, signum: int, frame: Any) -> None:
+        if self.active:
+            self.check()
+
+    def __enter__(self) -> _Watchdog:
+        wanted = self.limits.max_wall_s is not None or self.limits.max_memory_B is not None
+        if (
+            wanted
+            and hasattr(signal, "setitimer")
+            and threading.current_thread() is threading.main_thread()
+        ):
+            self._previous = signal.signal(signal.SIGALRM, self._on_timer)
+            signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+            self.active = True
+        return self
+
+    def stop(self) -> None:
+        """Stop the timer and restore the previous handler."""
+        if self.active:
+            self.active = False
+            signal.setitimer(signal.ITIMER_REAL, 0.0)
+            signal.signal(signal.SIGALRM, self._previous)
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_loaded(
+    scenario: LoadedScenario, progress: bool = False, limits: RunLimits | None = None
+) -> RunResult:
+    """Run a loaded scenario and return its results.
+
+    Raises
+    ------
+    RunStopped
+        When a limit of ``limits`` is passed; it carries the phases completed.
+    """
     started = time.perf_counter()
-    sim = Simulation(scenario.spec.seed)
-    built = scenario.system.kind.build(scenario.system.model, sim, scenario.spec.fidelity)
-    results = []
+    results: list[PhaseResult] = []
+
+    def result() -> RunResult:
+        return RunResult(
+            scenario=scenario.spec.name,
+            system=str(getattr(scenario.system.model, "name", "")),
+            seed=scenario.spec.seed,
+            fidelity=scenario.spec.fidelity,
+            wall_time_s=time.perf_counter() - started,
+            phases=list(results),
+        )
+
     from tqdm import tqdm
 
-    for phase in tqdm(
-        scenario.phases, desc=scenario.spec.name, unit="phase", leave=False, disable=not progress
-    ):
-        results.append(built.run_phase(phase))
-    return RunResult(
-        scenario=scenario.spec.name,
-        system=str(getattr(scenario.system.model, "name", "")),
-        seed=scenario.spec.seed,
-        fidelity=scenario.spec.fidelity,
-        wall_time_s=time.perf_counter() - started,
-        phases=results,
-    )
+    with _Watchdog(limits, started) as dog:
+        try:
+            sim = Simulation(scenario.spec.seed)
+            built = scenario.system.kind.build(scenario.system.model, sim, scenario.spec.fidelity)
+            for phase in tqdm(
+                scenario.phases,
+                desc=scenario.spec.name,
+                unit="phase",
+                leave=False,
+                disable=not progress,
+            ):
+                dog.check()
+                results.append(built.run_phase(phase))
+        except _LimitReached as exc:
+            dog.stop()
+            raise RunStopped(str(exc), result()) from None
+        except MemoryError:
+            dog.stop()
+            raise RunStopped("out of memory (MemoryError)", result()) from None
+    return result()
 
 
 def run_scenario(path: str | Path, overrides: Mapping[str, str] = {}) -> RunResult:

@@ -13,6 +13,7 @@ gilbert and ``b`` as a barn, which no storage architect means.
 from __future__ import annotations
 
 import math
+import re
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -71,6 +72,26 @@ class UnitError(ValueError):
     """A value that is not a quantity of the expected dimension."""
 
 
+#: Longest quantity string read, and the characters it may use: a number and a unit
+#: (``"1.4 MIOPS"``, ``"92.6 %"``, ``"200 Gb/s"``).  Anything else (``10**10**10 B``,
+#: a 100,000-digit literal) is refused before pint, which would evaluate it for minutes.
+MAX_QUANTITY_CHARS = 64
+_QUANTITY_TEXT = re.compile(r"[0-9A-Za-z.+\-/ %µμ_]*")
+
+
+def _check_text(text: str) -> None:
+    if len(text) > MAX_QUANTITY_CHARS:
+        raise UnitError(
+            f"{text[:20]!r}... is {len(text)} characters long; a quantity is a number and a unit "
+            f"of at most {MAX_QUANTITY_CHARS} characters"
+        )
+    if not _QUANTITY_TEXT.fullmatch(text):
+        raise UnitError(
+            f"{text!r}: expected a number and a unit (letters, digits, '.', '/', '%'), "
+            "no arithmetic"
+        )
+
+
 @lru_cache(maxsize=1)
 def registry() -> Any:
     """The flashsim unit registry (built once per process, never mutated after)."""
@@ -81,6 +102,7 @@ def registry() -> Any:
 
 
 def _base_magnitude(text: str, dimension: str) -> float:
+    _check_text(text)
     reg: Any = registry()
     want, example = _EXPECTED[dimension]
     try:
@@ -126,6 +148,7 @@ def parse_quantity(value: object, dimension: Dimension) -> float:
         result = _base_magnitude(value, dimension)
     elif dimension == "fraction":
         if isinstance(value, str):
+            _check_text(value)
             reg: Any = registry()
             try:
                 q: Any = reg.Quantity(value)

@@ -303,3 +303,39 @@ def test_drive_wear_state_counts_bytes_written(root: Path, tmp_path: Path) -> No
         else:
             assert written > 0
         assert all(s.valid_fraction > 0 for s in states)
+
+
+STRIPED = """
+name = "striped"
+workload = "ior"
+operation = "{op}"
+nodes = 4
+ranks_per_node = 8
+transfer_size = "{t}"
+block_size = "{b}"
+stonewall = "3 s"
+layout = {{ stripe_count = 16 }}
+"""
+
+
+@pytest.mark.parametrize(
+    ("op", "t", "b"), [("write", "64 MiB", "2 GiB"), ("read", "1 MiB", "1 TiB")]
+)
+def test_shared_stripe_sets_give_the_expanded_results(
+    root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, op: str, t: str, b: str
+) -> None:
+    """Stripe sets stored once as flow segments change the cost, never the result.
+
+    Per-OSS variability makes the 16 targets of each file unequal, and 32 ranks
+    on 4 nodes share them, so every stripe set's slowest target matters.
+    """
+    from flashsim.systems.lustre import Lustre
+
+    phase = STRIPED.format(op=op, t=t, b=b)
+    overrides = {"system.oss.efficiency_spread": "0.05"}
+    shared = run_phase(root, tmp_path, phase, overrides=overrides)
+    monkeypatch.setattr(Lustre, "share_stripe_sets", False)
+    expanded = run_phase(root, tmp_path, phase, overrides=overrides)
+    assert shared.bandwidth_Bps == pytest.approx(expanded.bandwidth_Bps, rel=1e-9)
+    assert shared.bytes_B == pytest.approx(expanded.bytes_B, rel=1e-9)
+    assert shared.sim_time_s == pytest.approx(expanded.sim_time_s, rel=1e-9)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from flashsim.components.nfs import NfsClientModel, NfsClientSpec
+from flashsim.components.nfs import (
+    NfsClientModel,
+    NfsClientSpec,
+    closed_loop_reader_rpcs_per_s,
+)
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model
 from flashsim.studies.vast import _ior
@@ -46,6 +52,62 @@ def test_small_calls_pay_the_syscall_overhead() -> None:
     c = client()
     assert c.copy_rate_Bps(4096) == pytest.approx(4096 / (2e-6 + 4096 / 3e9))
     assert c.copy_rate_Bps(4096) < 0.5 * c.copy_rate_Bps(2**20)
+
+
+def _exact_mva(customers: int, delay_s: float, drive_s: float, drives: int) -> float:
+    """Exact single-class MVA: ``drives`` identical queues visited at random, plus a delay."""
+    per_drive_s = drive_s / drives
+    queue = 0.0
+    x = 0.0
+    for n in range(1, customers + 1):
+        residence = per_drive_s * (1.0 + queue)
+        x = n / (delay_s + drives * residence)
+        queue = x * residence
+    return x
+
+
+def test_closed_loop_reader_is_exact_for_one_rpc_and_matches_exact_mva() -> None:
+    # One RPC in flight, no contention: one round trip per RPC.
+    one = closed_loop_reader_rpcs_per_s(1, 1, copy_s=1e-4, delay_s=5e-4, drive_s=4e-4, drives=12)
+    assert one == pytest.approx(1.0 / 1e-3, rel=1e-9)
+    # One reader with many RPCs and no copy stage is a single-class network: exact MVA.
+    for slots in (4, 15, 60):
+        approx = closed_loop_reader_rpcs_per_s(1, slots, 0.0, 8e-4, 4.2e-4, 12)
+        assert approx == pytest.approx(_exact_mva(slots, 8e-4, 4.2e-4, 12), rel=0.03)
+
+
+def test_closed_loop_readers_approach_the_drives_gradually_and_never_exceed_them() -> None:
+    drive_s, drives = 2**20 / 2.5e9, 12
+    capacity = drives / drive_s  # RPCs/s of the 12 drives
+    readers = (1, 2, 4, 8, 16, 20, 32, 64, 128)
+    totals = [
+        r * closed_loop_reader_rpcs_per_s(r, 15, 2**20 / 1.5e9, 8e-4, drive_s, drives)
+        for r in readers
+    ]
+    assert all(b > a for a, b in itertools.pairwise(totals))  # still rising at 128
+    assert all(t < capacity for t in totals)
+    assert totals[-1] > 0.99 * capacity
+    # At 20 readers the copy-bound demand (20 x 1.5 GB/s) equals the drives' 30 GB/s:
+    # a corner model would deliver all of it; the drives' queues deliver clearly less.
+    assert pytest.approx(capacity, rel=0.05) == 20 * 1.5e9 / 2**20
+    assert totals[readers.index(20)] < 0.95 * capacity
+    # Without shared drives a reader is bound by its own copy (one server) or its window.
+    alone = closed_loop_reader_rpcs_per_s(1, 15, 1e-3, 1e-4)
+    assert alone == pytest.approx(1e3, rel=1e-3)
+    with pytest.raises(ValueError, match="slots"):
+        closed_loop_reader_rpcs_per_s(1, 0, 1e-3, 1e-4)
+    with pytest.raises(ValueError, match="delay_s"):
+        closed_loop_reader_rpcs_per_s(1, 1, 1e-3, float("nan"))
+
+
+def test_loaded_read_rate_is_the_zero_load_rate_for_one_reader() -> None:
+    c = client(readahead_rpcs=15, rsize="1 MiB")
+    assert c.readahead_slots(4096) == 15 and c.readahead_slots(32 * 2**20) == 32
+    # Copy-bound: 15 RPCs in flight over a 1 ms round trip far exceed 3 GB/s (the
+    # approximate MVA is within 2 % of the corner there).
+    rate = c.loaded_read_rate_Bps(2**20, 1, 1e-3)
+    corner = c.buffered_read_rate_Bps(2**20, 1e-3)
+    assert 0.98 * corner < rate <= corner
 
 
 def test_multipath_uses_local_ports() -> None:

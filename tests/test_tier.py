@@ -251,6 +251,29 @@ def test_fluid_buffer_conserves_bytes_and_follows_ingest() -> None:
     assert sim.now == pytest.approx(115.0, rel=1e-6)
 
 
+def test_fluid_buffer_takes_bytes_outside_flows_and_leaves_no_residue() -> None:
+    """Request-fidelity writes add bytes directly; a drained object leaves no rounding residue."""
+    sim = Simulation(0)
+    sink = sim.flows.add_resource("sink", 2 * GB)
+    buf = FluidBuffer(sim, "b", 100 * GB, 50 * GB, lambda _o: DrainPath([(sink, 1.0)]))
+    a = (GB / 3, 2 * GB / 3, GB / 7)  # three pieces of "a" whose sum rounds differently
+    for obj, b in (("a", a[0]), ("b", GB), ("a", a[1]), ("b", GB), ("a", a[2])):
+        buf.add_bytes(obj, b)
+    assert buf.bytes_of("a") == pytest.approx(sum(a))
+    assert buf.check().ingested_B == pytest.approx(sum(a) + 2 * GB)
+    assert not buf.draining  # below the hold level: nothing to migrate yet
+    sim.run(buf.flush())
+    assert buf.bytes_of("a") == 0.0 and buf.bytes_of("b") == 0.0
+    assert buf.check().per_object_B == {}
+    # Above the hold level the drain starts at once and takes the excess.
+    buf.add_bytes("c", 60 * GB)
+    assert buf.draining
+    sim.run(until=sim.now + 10.0)
+    assert buf.check().level_B == pytest.approx(50 * GB, rel=1e-9)
+    with pytest.raises(ValueError, match="bytes"):
+        buf.add_bytes("d", -1.0)
+
+
 def test_fluid_buffer_rejects_bad_parameters() -> None:
     sim = Simulation(0)
     with pytest.raises(ValueError, match="capacity_B"):

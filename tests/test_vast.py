@@ -8,13 +8,17 @@ import pytest
 
 from flashsim.config import ConfigError
 from flashsim.engine.simulation import Simulation
+from flashsim.measure.report import format_run_text
+from flashsim.measure.results import RunResult
 from flashsim.scenario import load_system_model, run_scenario
 from flashsim.studies.vast import (
     VastGridPhase,
     VastIopsGridPhase,
     _ior,
+    read_limits,
     run_grid,
     run_iops_grid,
+    run_study_phase,
     summarize_grid,
     summarize_iops,
 )
@@ -87,7 +91,10 @@ def test_naive_read_is_bound_by_scm_and_aged_read_by_the_front_end() -> None:
     assert 4.0e9 < w.bandwidth_Bps < 6.0e9
     naive = system.run_phase(_ior("r", "read", 8, 16, 2**20, "d"))
     scm_read_Bps = 12 * 2.5e9 * system.model.tier.scm_read_efficiency  # 12 x 2.5 GB/s, derated
-    assert naive.bandwidth_Bps == pytest.approx(scm_read_Bps, rel=1e-3)
+    # The 12 SCM drives' queues set the rate: just under their bandwidth, not at a corner.
+    loaded_Bps = 128 * system.sequential_read_rate_Bps(2**20, 128, 1.0)
+    assert naive.bandwidth_Bps == pytest.approx(loaded_Bps, rel=1e-3)
+    assert 0.98 * scm_read_Bps < naive.bandwidth_Bps < scm_read_Bps
     obj = system.object_name("d", 0)
     assert system.tier.location(obj)[1] == 0.0  # all of it still in SCM
     age(system, passes=8)
@@ -96,6 +103,119 @@ def test_naive_read_is_bound_by_scm_and_aged_read_by_the_front_end() -> None:
     assert aged.bandwidth_Bps > 1.5 * naive.bandwidth_Bps
     # 8 CNodes x 1 EDR port cap the aged read (100 GB/s), not the 140 GB/s of QLC.
     assert aged.bandwidth_Bps <= 100e9 * (1 + 1e-6)
+
+
+def test_request_fidelity_reads_what_o_direct_writes_committed() -> None:
+    """Issue 11 item 5: an O_DIRECT write in request fidelity commits its bytes to the tier."""
+    loaded = load_system_model(MODEL)
+    system = loaded.kind.build(loaded.model, Simulation(0), "request")
+    common = {"block_size_B": 2**20, "segments": 16, "fidelity": "request"}
+    w = system.run_phase(_ior("w", "write", 1, 1, 2**20, "d", direct_io=True, **common))
+    assert w.fidelity == "request"
+    assert system.tier.committed_B(system.object_name("d", 0)) == pytest.approx(16 * 2**20)
+    r = system.run_phase(_ior("r", "read", 1, 1, 2**20, "d", reorder_tasks=False, **common))
+    assert r.fidelity == "request" and r.bytes_B == 16 * 2**20
+    # A longer read: one copy-bound sequential reader runs at its own rate, as in flow fidelity.
+    common["segments"] = 512
+    system.run_phase(_ior("w2", "write", 1, 1, 2**20, "e", direct_io=True, **common))
+    r2 = system.run_phase(_ior("r2", "read", 1, 1, 2**20, "e", reorder_tasks=False, **common))
+    expected_Bps = system.sequential_read_rate_Bps(2**20, 1, 1.0)
+    assert r2.bandwidth_Bps == pytest.approx(expected_Bps, rel=0.02)
+
+
+def test_naive_reads_still_rise_at_128_processes_and_equal_aged_reads_at_few() -> None:
+    """Issue 11 item 6: the SCM drives' queues, not a corner, limit naive reads (Fig. 2, 3)."""
+    system = build()
+    rates = {}
+    for n, p in ((1, 1), (4, 16), (8, 16)):
+        ds = f"d{n}x{p}"
+        system.run_phase(
+            _ior(f"w{ds}", "write", n, p, 2**20, ds, fsync=True, stonewall="20 s", wear_out=True)
+        )
+        rates[n * p] = system.run_phase(_ior(f"r{ds}", "read", n, p, 2**20, ds)).bandwidth_Bps
+    assert rates[128] > 1.001 * rates[64]  # still rising: no saturation corner
+    assert rates[128] < 12 * 2.5e9 * system.model.tier.scm_read_efficiency
+    # One process reads at its own rate wherever the data lives (Fig. 3: the aged advantage
+    # appears "at higher concurrencies").
+    age(system, passes=8)
+    aged = system.run_phase(_ior("r-aged", "read", 1, 1, 2**20, "d1x1")).bandwidth_Bps
+    assert aged == pytest.approx(rates[1], rel=0.01)
+
+
+@pytest.mark.parametrize("aged", [False, True])
+def test_flow_and_request_fidelity_agree_on_sequential_reads(aged: bool) -> None:
+    """Read-ahead RPCs through the copy stage and the drive queues: both fidelities agree."""
+    system = build()
+    system.run_phase(_ior("w", "write", 8, 4, 2**20, "d", fsync=True, stonewall="20 s"))
+    if aged:
+        age(system, passes=8)
+    rates = [
+        system.run_phase(_ior(f"r-{f}", "read", 8, 4, 2**20, "d", fidelity=f)).bandwidth_Bps
+        for f in ("flow", "request")
+    ]
+    # Flow fidelity's queues are an approximate MVA with exponential service; the request
+    # path's drives serve deterministically (a little closer to the drives' bandwidth).
+    assert rates[1] == pytest.approx(rates[0], rel=0.03)
+
+
+def test_read_limits_name_the_mechanism_at_each_concurrency() -> None:
+    """Per process up to N x p = 8, the SCM drives' queues above; never read-ahead or HCAs."""
+    limits = read_limits(load_system_model(MODEL).model).set_index("x")
+    assert set(limits.loc[[1, 2, 4, 8], "naive_limit"]) == {"process"}
+    assert set(limits.loc[[16, 32, 64, 128], "naive_limit"]) == {"SCM drives' queues"}
+    assert (limits["naive_Bps"] < limits["scm_Bps"]).all()
+    assert limits["naive_Bps"].is_monotonic_increasing
+    assert limits.loc[128, "aged_limit"] == "CNode ports"
+    assert not limits["naive_limit"].isin(["read-ahead", "client HCAs"]).any()
+    assert 1.5 < limits.loc[32, "aged_Bps"] / limits.loc[32, "naive_Bps"] < 2.0
+
+
+def test_study_phases_run_at_the_requested_fidelity_and_say_so() -> None:
+    """Issue 11 item 5: ``--fidelity request`` reaches the study's tests, and results say so."""
+    loaded = load_system_model(MODEL)
+    phase = VastIopsGridPhase.model_validate(
+        {
+            "name": "i",
+            "workload": "vast-iops-grid",
+            "nodes": [1, 2],
+            "ranks_per_node": [1, 4],
+            "repetitions": 1,
+            "stonewall": "5 s",
+            "dataset_size": "1 TiB",
+            "dataset_files": 64,
+            "aging_bytes": "2 TiB",
+            "workers": 1,
+            "progress": False,
+        }
+    )
+    flow = run_study_phase(loaded.model, phase, 1, "flow")
+    assert flow.fidelity == "flow"
+    request = run_study_phase(loaded.model, phase, 1, "request")
+    assert request.fidelity == "flow+request"
+    assert request.extra["fidelity_by_test"] == {
+        "read": "request",
+        "write-buffered": "flow",  # the page cache is a flow-fidelity buffer
+        "write-direct": "request",
+    }
+    assert {row["fidelity"] for row in request.extra["rows"] if row["test"] == "read"} == {
+        "request"
+    }
+    # QD1 random I/O with deterministic service: both fidelities give the same rate.
+    assert request.extra["read_iops_x8"] == pytest.approx(flow.extra["read_iops_x8"], rel=0.03)
+    # The run's text table has a fidelity column per phase.
+    result = RunResult("s", "vast", 1, "request", 0.0, [request])
+    header, row = format_run_text(result).splitlines()[2:4]
+    assert header.split()[-1] == "fidelity" and row.split()[-1] == "flow+request"
+
+
+def test_ior_phases_say_which_fidelity_they_ran_at() -> None:
+    """Under a request-fidelity scenario buffered writes run (and say they ran) in flow."""
+    result = run_scenario("scenarios/vast/naive-vs-aged.toml", {"fidelity": '"request"'})
+    assert [p.fidelity for p in result.phases] == ["flow", "request", "flow", "request"]
+    naive, aged = result.phases[1].bandwidth_Bps, result.phases[3].bandwidth_Bps
+    assert 1.5 < aged / naive < 2.0  # Fig. 3 at N x p = 32, in request fidelity too
+    with pytest.raises(ConfigError, match="flow fidelity only"):
+        run_scenario("scenarios/vast/naive-vs-aged.toml", {"phases.write.fidelity": "request"})
 
 
 def test_reads_of_an_unwritten_dataset_fail_clearly() -> None:

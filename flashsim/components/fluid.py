@@ -44,6 +44,9 @@ ENDLESS_B = 1e18
 RTOL = 1e-9
 #: Absolute tolerance on levels, in bytes.
 ATOL_B = 1e-3
+#: Fraction of the capacity that bytes added outside flows may exceed the hold level by
+#: before a drain starts (:meth:`FluidBuffer.add_bytes`).
+DIRECT_BATCH = 1e-4
 
 #: Where drained bytes go: a list of (object, bytes) in arrival order.
 Pieces = list[tuple[str, float]]
@@ -164,6 +167,9 @@ class FluidBuffer:
         self.drained_B = 0.0
         #: Bytes held per object.
         self.per_object_B: dict[str, float] = {}
+        #: FIFO pieces per object: an object leaves ``per_object_B`` with its last piece
+        #: (exactly, with no rounding residue of its summed additions).
+        self._pieces: dict[str, int] = {}
         self._drain: Flow | None = None
         self._drain_key: object = None
         self._drain_moved_B = 0.0
@@ -183,6 +189,29 @@ class FluidBuffer:
     def add_ingest(self, flow: Flow, obj: str) -> None:
         """Count the bytes of ``flow`` (whose path includes :meth:`ingest_path`) as ``obj``'s."""
         self._tracked.append(_Tracked(flow, obj))
+
+    def add_bytes(self, obj: str, b: float) -> None:
+        """Count ``b`` bytes of ``obj`` that arrived outside any flow, now.
+
+        Request fidelity moves data as individual operations, not flows: an
+        acknowledged write adds its bytes here when it completes, so later
+        reads see them and the drain follows as it would in flow fidelity.
+        """
+        if not (b >= 0 and math.isfinite(b)):
+            raise ValueError(f"{self.name}: bytes(={b}) must be a finite number >= 0")
+        self.sync()
+        self._add(obj, b)
+        if self.draining and not self._flush_waiters:
+            return  # the running drain's next crossing re-checks the level
+        # Start a drain only once the level is a batch above the hold level, so that a
+        # stream of small operations does not start and stop the drain at every one.
+        batch = max(self._tol(), DIRECT_BATCH * self.capacity_B)
+        if (
+            self.level_B > self._hold_B + batch
+            or self.level_B >= self.capacity_B - self._tol()
+            or self._flush_waiters
+        ):
+            self._control()
 
     def add_upstream(self, upstream: FluidBuffer) -> None:
         """Take ``upstream``'s drained bytes as ingest (its drain path must cross :attr:`gate`)."""
@@ -283,6 +312,7 @@ class FluidBuffer:
             self._fifo[-1].bytes_B += b
         else:
             self._fifo.append(_Piece(obj, b))
+            self._pieces[obj] = self._pieces.get(obj, 0) + 1
 
     def _pop(self, b: float) -> None:
         self.drained_B += b
@@ -297,12 +327,18 @@ class FluidBuffer:
             pieces.append((obj, take))
             left -= take
             rest = self.per_object_B.get(obj, 0.0) - take
-            if rest <= 0:
+            last = take >= have and self._pieces.get(obj, 0) <= 1
+            if rest <= 0 or last:
                 self.per_object_B.pop(obj, None)
             else:
                 self.per_object_B[obj] = rest
             if take >= have:
                 self._fifo.popleft()
+                left_pieces = self._pieces.get(obj, 0) - 1
+                if left_pieces > 0:
+                    self._pieces[obj] = left_pieces
+                else:
+                    self._pieces.pop(obj, None)
             else:
                 head.bytes_B = have - take
         if self._keep_outbox:

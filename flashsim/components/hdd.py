@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from flashsim.config import Bandwidth, Bytes, Seconds, StrictModel
 
 OpKind = Literal["read", "write"]
@@ -36,13 +38,18 @@ class HddSpec(StrictModel):
 
     kind: Literal["hdd"]
     name: str
-    description: str = ""
+    description: str = Field("", description="Free text, for reports.")
     capacity: Bytes
     rpm: float
     average_seek_read: Seconds
     average_seek_write: Seconds
     sustained_transfer: Bandwidth
-    service_cv: float = 0.0
+    service_cv: float = Field(
+        0.0,
+        description=(
+            "Coefficient of variation of service times (request fidelity; 0 = deterministic)."
+        ),
+    )
 
     @property
     def servers(self) -> int:

@@ -17,7 +17,12 @@ What the client contributes (seed 002 Appendix A; Linux NFS client):
 * **read-ahead**: a sequential reader keeps ``readahead_rpcs`` RPCs of
   ``rsize`` in flight (Linux sets the NFS read-ahead to
   ``NFS_MAX_READAHEAD = RPC_DEF_SLOT_TABLE - 1 = 15`` RPCs of ``rsize``,
-  ``fs/nfs/internal.h``), so its rate is at most ``15 * rsize / RTT``;
+  ``fs/nfs/internal.h``), so its rate is at most ``15 * rsize / RTT``; each
+  read-ahead slot is refilled once the process has copied its pages out, so
+  a reader is a closed loop of ``readahead_rpcs`` RPCs that cross the
+  process's copy, a fixed round trip and, when the data sits on a few drives
+  that serve one RPC each, those drives' queues
+  (:func:`closed_loop_reader_rpcs_per_s`);
 * **O_DIRECT**: no cache; a call of ``t`` bytes issues ``ceil(t / wsize)``
   RPCs at once and returns when all complete.
 """
@@ -65,7 +70,7 @@ class NfsMountSpec(StrictModel):
     dirty_ratio: UnitFraction = 0.20
     readahead_rpcs: Annotated[int, Field(ge=1)] = 15
     copy_bandwidth: Bandwidth
-    syscall_overhead: NonNegativeSeconds = 0.0
+    syscall_overhead: NonNegativeSeconds = "0 s"
 
 
 class NfsClientSpec(StrictModel):
@@ -153,6 +158,54 @@ class NfsClientModel:
         """
         return float(transfer_B / (self.mount.syscall_overhead + rpc_rtt_s))
 
+    def readahead_slots(self, transfer_B: float) -> int:
+        """RPCs a sequential buffered reader keeps in flight: its read-ahead window in ``rsize``."""
+        window = max(self.readahead_B(), transfer_B)
+        return max(1, math.ceil(window / float(self.mount.rsize) - 1e-9))
+
+    def loaded_read_rate_Bps(
+        self,
+        transfer_B: float,
+        readers: int,
+        delay_s: float,
+        drive_s: float = 0.0,
+        drives: int = 0,
+    ) -> float:
+        """Rate of one of ``readers`` identical sequential buffered readers under their own load.
+
+        Each reader keeps :meth:`readahead_slots` RPCs of ``rsize`` in flight;
+        an RPC crosses a fixed round trip ``delay_s``, possibly one of
+        ``drives`` shared drives (``drive_s`` seconds of drive time per RPC on
+        average, at a drive picked at random), and then the reader's own copy
+        of its pages (:meth:`copy_rate_Bps`), which frees the slot.  Without
+        drives this is ``min(copy rate, window / RTT)`` smoothed; with few
+        drives and many RPCs in flight, the drives' queues make the aggregate
+        approach their capacity gradually rather than at a corner.
+
+        Parameters
+        ----------
+        transfer_B : float
+            Bytes per ``read`` call.
+        readers : int
+            Concurrent readers sharing the drives (>= 1).
+        delay_s : float
+            Zero-load round trip (s) of one ``rsize`` RPC excluding ``drive_s``.
+        drive_s : float
+            Mean drive time (s) one RPC holds a drive.
+        drives : int
+            Shared drives the RPCs spread over (0: none).
+        """
+        rsize = float(self.mount.rsize)
+        rpcs_per_s = closed_loop_reader_rpcs_per_s(
+            readers,
+            self.readahead_slots(transfer_B),
+            copy_s=rsize / self.copy_rate_Bps(transfer_B),
+            delay_s=delay_s,
+            drive_s=drive_s,
+            drives=drives,
+        )
+        return float(rpcs_per_s * rsize)
+
     def buffered_read_rate_Bps(self, transfer_B: float, rpc_rtt_s: float) -> float:
         """Rate of one sequential buffered reader: copy-bound or read-ahead-bound.
 
@@ -165,3 +218,73 @@ class NfsClientModel:
         """
         window = max(self.readahead_B(), transfer_B)
         return float(min(self.copy_rate_Bps(transfer_B), window / rpc_rtt_s))
+
+
+def closed_loop_reader_rpcs_per_s(
+    readers: int,
+    slots: int,
+    copy_s: float,
+    delay_s: float,
+    drive_s: float = 0.0,
+    drives: int = 0,
+    rtol: float = 1e-10,
+    max_iter: int = 100_000,
+) -> float:
+    """RPCs/s each of ``readers`` identical closed-loop readers completes (approximate MVA).
+
+    The closed queueing network: every reader owns ``slots`` circulating RPCs
+    (its read-ahead window) and one copy server (``copy_s`` per RPC, its own
+    RPCs only); every RPC also spends ``delay_s`` in a pure delay (wire,
+    protocol and media latency) and visits one of ``drives`` shared,
+    identical FCFS drives picked at random (``drive_s`` of service).  Solved
+    by Schweitzer's approximate mean value analysis for symmetric classes
+    (Lazowska et al., *Quantitative System Performance*, 1984, ch. 7): an
+    arriving RPC sees the stationary queues less itself.  It is exact for one
+    RPC, never exceeds ``slots / (copy_s + delay_s + drive_s)`` per reader
+    nor ``drives / drive_s`` in total, and approaches the latter gradually as
+    RPCs in flight grow (a drive idles while no RPC of the moment is for it).
+
+    Parameters
+    ----------
+    readers : int
+        Readers (>= 1).
+    slots : int
+        RPCs each reader keeps in flight (>= 1).
+    copy_s, delay_s, drive_s : float
+        Seconds (>= 0) per RPC at the reader's copy, in the delay, and at a drive.
+    drives : int
+        Shared drives (0 or ``drive_s == 0``: none).
+
+    Returns
+    -------
+    float
+        RPC completions per second of one reader.
+    """
+    if readers < 1 or slots < 1:
+        raise ValueError(f"readers(={readers}) and slots(={slots}) must be >= 1")
+    for label, value in (("copy_s", copy_s), ("delay_s", delay_s), ("drive_s", drive_s)):
+        if not (value >= 0 and math.isfinite(value)):
+            raise ValueError(f"{label}(={value}) must be a finite number >= 0")
+    n = float(slots)
+    use_drives = drives >= 1 and drive_s > 0
+    per_drive_s = drive_s / drives if use_drives else 0.0
+    total_s = copy_s + delay_s + drive_s
+    if total_s <= 0:
+        raise ValueError("copy_s + delay_s + drive_s must be > 0")
+    # Start from the queues of no contention.
+    x = n / total_s
+    q_copy = x * copy_s
+    q_drive = x * per_drive_s  # one reader's RPCs at one drive
+    for _ in range(max_iter):
+        r_copy = copy_s * (1.0 + q_copy * (n - 1.0) / n)
+        r_drive = per_drive_s * (1.0 + q_drive * (readers - 1.0 / n)) if use_drives else 0.0
+        x_new = n / (r_copy + delay_s + drives * r_drive)
+        q_copy_new = x_new * r_copy
+        q_drive_new = x_new * r_drive
+        done = abs(x_new - x) <= rtol * x_new
+        x = 0.5 * (x + x_new)
+        q_copy = 0.5 * (q_copy + q_copy_new)
+        q_drive = 0.5 * (q_drive + q_drive_new)
+        if done:
+            break
+    return float(x)

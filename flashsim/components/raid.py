@@ -21,9 +21,9 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from flashsim.config import Bytes, StrictModel
+from flashsim.config import Bytes, StrictModel, field_error, warn
 
 OpKind = Literal["read", "write"]
 
@@ -66,13 +66,36 @@ class RaidSpec(StrictModel):
         Stripes rotate over all drives (GridRAID) rather than fixed groups.
     """
 
-    level: Literal["raid6", "raid10", "none"]
+    level: Literal["raid6", "raid10", "none"] = Field(
+        description="`raid6` (parity), `raid10` (mirrors) or `none` (striping only)."
+    )
     data: Annotated[int, Field(ge=1)] = 8
     parity: Annotated[int, Field(ge=0)] = 2
     spares: Annotated[int, Field(ge=0)] = 0
     mirrors: Annotated[int, Field(ge=1)] = 2
     chunk: Bytes = "128 KiB"
     declustered: bool = True
+
+    @model_validator(mode="after")
+    def _keys_of_level(self) -> RaidSpec:
+        """Refuse keys meaningless for ``level`` (``raid10`` with ``parity = 2``); warn for none."""
+        given = self.model_fields_set
+        meaningless = {
+            "raid6": [("mirrors", self.mirrors != 1)],
+            "raid10": [("data", "data" in given), ("parity", self.parity != 0)],
+            "none": [("parity", self.parity != 0), ("mirrors", self.mirrors != 1)],
+        }[self.level]
+        for key, used in meaningless:
+            if key in given and used and self.level == "none":
+                # Left over when a what-if switches a table to no protection: ignored, said once.
+                warn(f"raid.{key} = {getattr(self, key)} is ignored by level 'none'")
+            elif key in given and used:
+                raise field_error(
+                    key,
+                    f"means nothing for level {self.level!r}; remove it "
+                    "(raid6 uses data and parity, raid10 mirrors, none data)",
+                )
+        return self
 
     @property
     def stripe_drives(self) -> int:

@@ -55,7 +55,7 @@ class SsdSpec(StrictModel):
 
     kind: Literal["ssd"]
     name: str
-    description: str = ""
+    description: str = Field("", description="Free text, for reports.")
     capacity: Bytes
     read_bandwidth: Bandwidth
     write_bandwidth: Bandwidth
@@ -65,7 +65,13 @@ class SsdSpec(StrictModel):
     write_latency: NonNegativeSeconds = "0 s"
     parallelism: Annotated[int, Field(ge=1)] = 32
     overprovisioning: UnitFraction = 0.07
-    service_cv: Annotated[float, Field(ge=0.0)] = 0.0
+    service_cv: Annotated[float, Field(ge=0.0)] = Field(
+        0.0,
+        description=(
+            "Coefficient of variation of command service times (request fidelity; "
+            "0 = deterministic)."
+        ),
+    )
 
     @property
     def servers(self) -> int:

@@ -86,7 +86,7 @@ class TierSpec(StrictModel):
     write_buffer: Bytes
     migrate_above: UnitFraction = 0.9
     scm_copies: Annotated[int, Field(ge=1)] = 2
-    stripe_size: Bytes = 4e9
+    stripe_size: Bytes = "4 GB"
     ec_data: Annotated[int, Field(ge=1)] = 36
     ec_parity: Annotated[int, Field(ge=0)] = 4
     placement: Literal["rotate", "packed"] = "rotate"

@@ -91,6 +91,7 @@ class FlowClass:
         "t_s",
         "tags",
         "thr",
+        "thr_lazy",
         "ver",
         "vtime",
         "w",
@@ -109,6 +110,8 @@ class FlowClass:
         self.tags: list[tuple[float, int, int]] = []
         self.caps: list[tuple[float, int, int]] = []
         self.thr: list[tuple[float, int, int]] = []
+        # Threshold entries from a rebuild, turned into heap entries on first use.
+        self.thr_lazy: tuple[Any, Any, Any] | None = None
         self.members: set[int] = set()
         self.segw: dict[int, float] = {}
         self.segcnt: dict[int, int] = {}
@@ -148,6 +151,11 @@ class FlowClass:
 
     def min_threshold(self, con_ver: list[int]) -> tuple[float, int]:
         """The lowest live threshold level and its constraint (``(inf, 0)`` if none)."""
+        if self.thr_lazy is not None:
+            levels, cons, vers = self.thr_lazy
+            self.thr.extend(zip(levels.tolist(), cons.tolist(), vers.tolist(), strict=True))
+            heapq.heapify(self.thr)
+            self.thr_lazy = None
         thr = self.thr
         while thr:
             level, con, ver = thr[0]
@@ -179,6 +187,8 @@ class ClassLayer(FlowState):
         self._con_class: list[int] = [-1] * 64  # class whose bottleneck it is, or -1
         self._con_class_arr = np.full(64, -1, dtype=np.int64)  # the same, for vector code
         self._con_cls: list[set[int]] = [set() for _ in range(64)]  # classes crossing it
+        self._con_movers: list[set[int]] = [set() for _ in range(64)]  # bottleneck classes
+        self._con_fixed: list[float] = [0.0] * 64  # load of the cap classes crossing it
         self._con_ver: list[int] = [0] * 64  # bumped when its threshold entries go stale
         self._con_z = np.zeros(64)  # own-entry bytes moved = sum_c w_c * vtime_c - z
         # Per-segment bookkeeping.
@@ -202,6 +212,9 @@ class ClassLayer(FlowState):
         self._lost_bottlenecks: set[int] = set()
         self._moved: set[int] = set()
         self._unsynced: set[int] = set()
+        # Constraints (and segments) whose cached load still counts departed flows.
+        self._load_stale: set[int] = set()
+        self._load_stale_segs: set[int] = set()
         self._n_active = 0
         super().__init__()
 
@@ -209,6 +222,8 @@ class ClassLayer(FlowState):
         self._con_class.extend([-1] * grow)
         self._con_class_arr = np.concatenate([self._con_class_arr, np.full(grow, -1)])
         self._con_cls.extend(set() for _ in range(grow))
+        self._con_movers.extend(set() for _ in range(grow))
+        self._con_fixed.extend([0.0] * grow)
         self._con_ver.extend([0] * grow)
         self._con_z = np.concatenate([self._con_z, np.zeros(grow)])
 
@@ -254,7 +269,8 @@ class ClassLayer(FlowState):
     def _load(self, k: int) -> float:
         """Current load of constraint ``k`` (its unit per second), from the classes."""
         classes = self._classes
-        load = sum(classes[c].mu * classes[c].w[k] for c in self._con_cls[k])
+        load = self._con_fixed[k]
+        load += sum(classes[c].mu * classes[c].w[k] for c in self._con_movers[k])
         for g in self._con_segs[k]:
             load += self._seg_coef_of[g][k] * self._seg_rate(g)
         return float(load)
@@ -340,6 +356,7 @@ class ClassLayer(FlowState):
         cid = c.cid
         con_z = self._con_z
         con_class = self._con_class
+        con_fixed = self._con_fixed
         for k, a in zip(cons, coefs, strict=True):
             dw = a * prio
             n = c.cnt.get(k, 0)
@@ -350,8 +367,12 @@ class ClassLayer(FlowState):
                 c.cnt[k] = 1
                 c.w[k] = dw
                 self._con_cls[k].add(cid)
+                if c.con:
+                    self._con_movers[k].add(cid)
                 if con_class[k] >= 0 and k != c.con:
                     c.sat.add(k)
+            if not c.con:
+                con_fixed[k] += c.mu * dw
             con_z[k] += dw * vtime
         self._touched.update(cons)
         for g, u in segs:
@@ -387,8 +408,11 @@ class ClassLayer(FlowState):
         remaining = prio * (self._tag[slot] - vtime)
         cid = c.cid
         con_z = self._con_z
+        con_fixed = self._con_fixed
         for k, a in zip(cons, coefs, strict=True):
             dw = a * prio
+            if not c.con:
+                con_fixed[k] -= c.mu * dw
             n = c.cnt[k] - 1
             if n:
                 c.cnt[k] = n
@@ -397,6 +421,7 @@ class ClassLayer(FlowState):
                 del c.cnt[k]
                 del c.w[k]
                 self._con_cls[k].discard(cid)
+                self._con_movers[k].discard(cid)
                 if not (c.segw and self._crosses_by_segment(c, k)):
                     c.sat.discard(k)
             con_z[k] -= dw * vtime
@@ -473,9 +498,12 @@ class ClassLayer(FlowState):
         if ok:
             ok = all(self._refresh_constraint(k) for k in self._touched)
         if ok:
-            check = {cid for cid, _ in changed}
+            old = dict(changed)
+            check = set(old)
             check.update(int(self._cls[s]) for s in joined)
-            ok = all(self._verify(classes[cid]) for cid in check)
+            ok = all(
+                self._verify(classes[cid], classes[cid].mu < old.get(cid, -np.inf)) for cid in check
+            )
         if ok:
             segs = set(self._touched_segs)
             for cid, _ in changed:
@@ -508,8 +536,8 @@ class ClassLayer(FlowState):
             done.add(cid)
             c = classes[cid]
             b = c.con
-            rest = 0.0
-            for other in self._con_cls[b]:
+            rest = self._con_fixed[b]
+            for other in self._con_movers[b]:
                 if other != cid:
                     o = classes[other]
                     rest += o.mu * o.w[b]
@@ -543,13 +571,10 @@ class ClassLayer(FlowState):
         if self._con_class[k] >= 0:
             return True
         limit = float(self._con_cap[k]) * (1.0 + SATURATION_RTOL)
-        load = 0.0
-        movers: list[FlowClass] = []
-        for cid in self._con_cls[k]:
-            c = self._classes[cid]
+        load = self._con_fixed[k]
+        movers = [self._classes[cid] for cid in self._con_movers[k]]
+        for c in movers:
             load += c.mu * c.w[k]
-            if c.con:
-                movers.append(c)
         seg_movers: list[tuple[int, float, float]] = []
         for g in self._con_segs[k]:
             if self._seg_cls[g]:
@@ -587,8 +612,12 @@ class ClassLayer(FlowState):
                 return False
         return True
 
-    def _verify(self, c: FlowClass) -> bool:
-        """Check the max-min conditions of class ``c`` against its neighbours."""
+    def _verify(self, c: FlowClass, fell: bool) -> bool:
+        """Check the max-min conditions of class ``c`` against its neighbours.
+
+        ``fell``: its level went down, so flows of other classes crossing its
+        bottleneck may now sit above it.
+        """
         mu = c.mu
         if not mu >= 0.0:
             return False
@@ -604,19 +633,21 @@ class ClassLayer(FlowState):
                 # Past its threshold or escrow share: re-check the constraint for real.
                 if not self._refresh_constraint(k):
                     return False
-            for other in self._crossing_classes(c.con):
-                if classes[other].mu > high:
-                    return False
+            if fell:
+                for other in self._crossing_classes(c.con):
+                    if classes[other].mu > high:
+                        return False
         return all(mu <= classes[self._con_class[k]].mu * (1.0 + LEVEL_RTOL) for k in c.sat)
 
     # ------------------------------------------------------------ flow-level path
     def _materialise(self) -> None:
         """Bring the flow-level arrays up to date with the classes (new flows at 0).
 
-        Invariant: ``_con_load`` always equals the load of the cached flow
-        levels ``_level``.  Only flows whose class level changed, or which
-        joined or left a class, since the last call are rewritten, and only the
-        constraints they cross are rechecked.
+        Invariant: ``_con_load`` equals the load of the cached flow levels
+        ``_level``, except on the constraints departed flows crossed
+        (``_load_stale``), which are recomputed exactly here.  Only flows whose
+        class level changed, or which joined or left a class, since the last
+        call are rewritten, and only the constraints they cross are rechecked.
         """
         stale = set(self._moved)
         for cid in self._unsynced:
@@ -627,6 +658,12 @@ class ClassLayer(FlowState):
         slots = slots[self._active[slots]]
         cons = self._touched_constraints()
         cons.update(self._lost_bottlenecks)
+        stale_load = set(self._load_stale)
+        for g in self._load_stale_segs:
+            stale_load.update(self._seg_cons[g].tolist())
+        self._load_stale.clear()
+        self._load_stale_segs.clear()
+        cons.update(stale_load)
         if slots.size:
             cls = self._cls[slots]
             mu_of = np.zeros(max(self._next_cid, 1))
@@ -639,6 +676,8 @@ class ClassLayer(FlowState):
             self._con_load[0] = 0.0
             self._level[slots] = level
             cons.update(f.cons().tolist())
+        if stale_load:
+            self._recompute_state(np.fromiter(stale_load, dtype=np.int64, count=len(stale_load)))
         if not cons:
             return
         arr = np.fromiter(cons, dtype=np.int64, count=len(cons))
@@ -673,11 +712,20 @@ class ClassLayer(FlowState):
         self._materialise()
         cons = self._touched_constraints()
         touched = np.fromiter(cons, dtype=np.int64, count=len(cons))
+        level_before = self._level.copy()
         reach = self._repair(np.array(new, dtype=np.int64), np.unique(touched))
         if reach is None:
             self._rebuild_classes()  # the repair escalated to a full solve
-        else:
-            self._reclassify(*reach)
+            return
+        reach_slots, reach_cons = reach
+        # Constraints whose load the repair raised: escrow shares there may exceed the
+        # slack left (where loads fell, the shares handed out are still safe).
+        moved = reach_slots[self._level[reach_slots] != level_before[reach_slots]]
+        raised = np.zeros(self._n_cons)
+        if moved.size:
+            delta = self._priority[moved] * (self._level[moved] - level_before[moved])
+            self._factored(moved).add_to(raised, delta)
+        self._reclassify(reach_slots, reach_cons, np.flatnonzero(raised > 0))
 
     def _bottleneck_choice(self, slots: IntArray, prefer_classed: bool) -> tuple[IntArray, Any]:
         """Each flow's bottleneck from the flow-level solution, and whether it is at its cap.
@@ -687,20 +735,28 @@ class ClassLayer(FlowState):
         (preferring one that already has a class when ``prefer_classed``).  The
         chosen constraint is 0 for a flow at its cap with no candidate.
         """
-        f = self._factored(slots)
         level = self._level[slots]
         at_cap = level >= self._level_cap[slots] * (1.0 - LEVEL_RTOL)
         n = self._n_cons
         sat = self._con_saturated[:n]
         max_level = self._con_max_level[:n]
         classed = self._con_class_arr[:n] >= 0
-        # Own entries are candidates one by one.
-        own_cand = sat[f.own_con] & (level[f.own_owner] >= max_level[f.own_con] * (1 - LEVEL_RTOL))
-        # In a segment, the saturated constraint with the lowest highest-level is the one
-        # any user can have as bottleneck (ties: classed first, then lowest index).
-        key_level = np.where(sat, max_level, np.inf)
-        seg_best = np.zeros(f.n_segs, dtype=np.int64)
-        if f.seg_con.size:
+        rows = np.arange(slots.size)
+        # Own entries, row by row: candidates score 2, classed candidates 3.
+        pc = self._path_con[slots]
+        cand = sat[pc] & (pc > 0) & (level[:, None] >= max_level[pc] * (1 - LEVEL_RTOL))
+        score = cand.astype(np.int8) * 2
+        if prefer_classed:
+            score += cand & classed[pc]
+        col = np.argmax(score, axis=1)
+        best_score = score[rows, col].astype(np.int64)
+        choice = np.where(best_score > 0, pc[rows, col], 0)
+        with_seg = self._has_seg[slots]
+        if with_seg.any():
+            # In a segment, the saturated constraint with the lowest highest-level is the
+            # one any user can have as its bottleneck (ties: classed first, lowest index).
+            f = self._factored(slots)
+            key_level = np.where(sat, max_level, np.inf)
             order = np.lexsort(
                 (
                     f.seg_con,
@@ -710,24 +766,18 @@ class ClassLayer(FlowState):
                 )
             )
             firsts = order[np.searchsorted(f.seg_of_entry[order], np.arange(f.n_segs))]
-            seg_best = f.seg_con[firsts]
-        use_con = seg_best[f.use_seg]
-        use_cand = sat[use_con] & (level[f.use_owner] >= max_level[use_con] * (1 - LEVEL_RTOL))
-        owner = np.concatenate([f.own_owner, f.use_owner])
-        con = np.concatenate([f.own_con, use_con])
-        cand = np.concatenate([own_cand, use_cand])
-        score = cand.astype(np.int64) * 2
-        if prefer_classed:
-            score += cand & classed[con]
-        pick_order = np.lexsort((con, -score, owner))
-        owners_sorted = owner[pick_order]
-        first = np.flatnonzero(np.r_[True, owners_sorted[1:] != owners_sorted[:-1]])
-        pick = pick_order[first]
-        choice = np.zeros(slots.size, dtype=np.int64)
-        has = np.zeros(slots.size, dtype=bool)
-        choice[owner[pick]] = np.where(cand[pick], con[pick], 0)
-        has[owner[pick]] = cand[pick]
-        if (~has & ~at_cap).any():  # pragma: no cover - excluded by max-min optimality
+            use_con = f.seg_con[firsts][f.use_seg]
+            use_cand = sat[use_con] & (level[f.use_owner] >= max_level[use_con] * (1 - LEVEL_RTOL))
+            use_score = use_cand.astype(np.int64) * 2
+            if prefer_classed:
+                use_score += use_cand & classed[use_con]
+            for owner, k, sc in zip(
+                f.use_owner.tolist(), use_con.tolist(), use_score.tolist(), strict=True
+            ):
+                if sc > best_score[owner]:
+                    best_score[owner] = sc
+                    choice[owner] = k
+        if ((best_score == 0) & ~at_cap).any():  # pragma: no cover - max-min optimality
             raise RuntimeError("flow-level solution left a flow without a bottleneck")
         return choice, at_cap
 
@@ -742,11 +792,12 @@ class ClassLayer(FlowState):
         result: BoolArray = ok & crosses
         return result
 
-    def _reclassify(self, reach_slots: IntArray, reach_cons: IntArray) -> None:
+    def _reclassify(self, reach_slots: IntArray, reach_cons: IntArray, reloaded: IntArray) -> None:
         """Move the flows whose class no longer matches the flow-level solution.
 
         Only the flows and constraints a repair examined (``reach_slots``,
-        ``reach_cons``) can have changed level or bottleneck.
+        ``reach_cons``) can have changed level or bottleneck; ``reloaded`` are
+        the constraints whose load rose, whose thresholds are re-derived.
         """
         active = reach_slots[self._active[reach_slots]]
         if active.size == 0:
@@ -790,7 +841,7 @@ class ClassLayer(FlowState):
                 )
             self._join(i, c, remaining)
         # Every constraint whose load the repair changed gets its thresholds re-derived.
-        for k in self._touched.union(reach_cons.tolist()):
+        for k in self._touched.union(reloaded.tolist()):
             self._refresh_constraint(k)
 
     def _class_clocks_now(self) -> FloatArray:
@@ -834,6 +885,8 @@ class ClassLayer(FlowState):
         self._dirty.clear()
         size_cons = len(self._con_class)
         self._con_cls = [set() for _ in range(size_cons)]
+        self._con_movers = [set() for _ in range(size_cons)]
+        self._con_fixed = [0.0] * size_cons
         self._con_class = [-1] * size_cons
         self._con_ver = [v + 1 for v in self._con_ver]
         self._con_class_arr[:] = -1
@@ -845,6 +898,8 @@ class ClassLayer(FlowState):
         self._seg_z = [-b for b in seg_bytes]
         self._moved.clear()
         self._unsynced.clear()
+        self._load_stale.clear()
+        self._load_stale_segs.clear()
         if active.size == 0:
             return
         # Classify: at cap, else the first saturated constraint at the flow's level.
@@ -934,8 +989,16 @@ class ClassLayer(FlowState):
         by_con = np.argsort(pc_con, kind="stable")
         cbounds = np.searchsorted(pc_con[by_con], np.arange(n + 1))
         cls_sorted = pc_cls[by_con]
+        mover_sorted = cls_con[cls_sorted] > 0
         for k in np.flatnonzero(np.diff(cbounds)).tolist():
-            self._con_cls[k] = set(cls_sorted[cbounds[k] : cbounds[k + 1]].tolist())
+            lo, hi = int(cbounds[k]), int(cbounds[k + 1])
+            self._con_cls[k] = set(cls_sorted[lo:hi].tolist())
+            self._con_movers[k] = set(cls_sorted[lo:hi][mover_sorted[lo:hi]].tolist())
+        capped_pair = cls_con[pc_cls] == 0
+        fixed = np.bincount(
+            pc_con[capped_pair], weights=(cls_mu[pc_cls] * pw)[capped_pair], minlength=n
+        )
+        self._con_fixed[:n] = fixed[:n].tolist()
         # Segment use per class.
         seg_cons_in_use: set[int] = set()
         for s, cid in zip(
@@ -968,19 +1031,13 @@ class ClassLayer(FlowState):
             share = np.maximum(limit - load, 0.0) / np.maximum(movers_per_con, 1)
             thr = cls_mu[pc_cls] + share[pc_con] / pw
         con_ver = np.asarray(self._con_ver)
-        e_cls, e_con, e_thr = pc_cls[entry], pc_con[entry], thr[entry]
-        by_thr = np.lexsort((e_thr, e_cls))
-        tbounds = np.searchsorted(e_cls[by_thr], np.arange(n_cls + 1))
-        thr_rows = list(
-            zip(
-                e_thr[by_thr].tolist(),
-                e_con[by_thr].tolist(),
-                con_ver[e_con[by_thr]].tolist(),
-                strict=True,
-            )
-        )
+        e_cls, e_con, e_thr = pc_cls[entry], pc_con[entry], thr[entry]  # sorted by class
+        e_ver = con_ver[e_con]
+        tbounds = np.searchsorted(e_cls, np.arange(n_cls + 1))
         for c in classes:
-            c.thr = thr_rows[int(tbounds[c.cid]) : int(tbounds[c.cid + 1])]
+            lo, hi = int(tbounds[c.cid]), int(tbounds[c.cid + 1])
+            if hi > lo:
+                c.thr_lazy = (e_thr[lo:hi], e_con[lo:hi], e_ver[lo:hi])
             self._dirty.add(c.cid)
         for k in seg_cons_in_use:
             self._refresh_constraint(k)

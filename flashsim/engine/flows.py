@@ -443,11 +443,12 @@ class FlowNetwork(ClassLayer):
 
     def _release(self, slots: Sequence[int]) -> None:
         """Remove flows from their classes and the slot arrays."""
-        arr = np.asarray(slots, dtype=np.int64)
-        # Keep _con_load equal to the load of the cached flow levels.
-        self._factored(arr).add_to(self._con_load, -self._priority[arr] * self._level[arr])
-        self._con_load[0] = 0.0
         for s in slots:
+            spec = self._spec[s]
+            if spec is not None:
+                # Their load leaves _con_load when the flow-level arrays are next needed.
+                self._load_stale.update(spec[0])
+                self._load_stale_segs.update(g for g, _ in spec[5])
             if self._cls[s] >= 0:
                 self._leave(s)
             else:

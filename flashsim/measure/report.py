@@ -17,7 +17,7 @@ def format_run_text(result: RunResult) -> str:
         f"fidelity: {result.fidelity}   wall: {result.wall_time_s:.2f} s",
         "",
         f"{'phase':<24} {'op':<6} {'ranks':>6} {'xfer':>10} {'GB/s':>10} {'MiB/s':>11} "
-        f"{'IOPS':>12} {'sim s':>9} {'±CI':>7}",
+        f"{'IOPS':>12} {'sim s':>9} {'±CI':>7} {'fidelity':<12}",
     ]
     for p in result.phases:
         ci = f"{100 * p.ci_rel_halfwidth:.2f}%" if p.ci_rel_halfwidth is not None else "-"
@@ -26,7 +26,7 @@ def format_run_text(result: RunResult) -> str:
             f"{p.name:<24} {p.operation:<6} {p.ranks:>6} "
             f"{_or_dash(xfer, p.transfer_size_B):>10} {_num(p.bandwidth_Bps / 1e9, '.3f'):>10} "
             f"{_num(p.bandwidth_Bps / MIB, '.1f'):>11} {_num(p.iops, '.1f'):>12} "
-            f"{_num(p.sim_time_s, '.3f'):>9} {ci:>7}"
+            f"{_num(p.sim_time_s, '.3f'):>9} {ci:>7} {p.fidelity or '-':<12}"
         )
     ior = format_run_ior_text(result)
     if ior:

@@ -37,6 +37,10 @@ class PhaseResult:
         run-length control applied; ``None`` otherwise.
     extra : dict
         Further named measurements (efficiencies, latencies, per-rank times).
+    fidelity : str or None
+        The fidelity the phase actually ran at (``"flow"``, ``"request"``, or
+        for a study of many tests each fidelity used, e.g. ``"flow+request"``);
+        ``None`` when the workload does not say.
     """
 
     name: str
@@ -49,6 +53,7 @@ class PhaseResult:
     bytes_B: float
     ci_rel_halfwidth: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    fidelity: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` record: SI values plus ``bandwidth_GBps`` (1 GB = 1e9 B)."""

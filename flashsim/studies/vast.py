@@ -21,7 +21,6 @@ follows every completed test.
 from __future__ import annotations
 
 import math
-import multiprocessing as mp
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -40,6 +39,20 @@ from flashsim.units import MIB, TIB
 MAX_SEGMENTS = 2_147_483_647
 
 Progress = Callable[[int], None]
+
+
+#: A study phase's fidelity (``None``: the scenario's).
+StudyFidelity = Annotated[
+    Literal["flow", "request"] | None,
+    Field(
+        description=(
+            "Fidelity of the study's tests (default: the scenario's). Buffered writes, "
+            "including dataset generation and the aging flush, always run in flow fidelity "
+            "(the client page cache is a flow-fidelity buffer); each test's row says which "
+            "fidelity it ran at."
+        ),
+    ),
+]
 
 
 class VastGridPhase(StrictModel):
@@ -65,23 +78,37 @@ class VastGridPhase(StrictModel):
         Processes the grid is split over.
     """
 
-    name: str
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
     workload: Literal["vast-grid"]
-    mode: Literal["naive", "aged", "both"] = "both"
-    nodes: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 2, 4, 8])
+    mode: Literal["naive", "aged", "both"] = Field(
+        "both",
+        description=(
+            "`naive`: read each dataset right after writing it; `aged`: flush the SCM "
+            "first; `both`: both."
+        ),
+    )
+    nodes: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: [1, 2, 4, 8], description="Client node counts N of the grid."
+    )
     ranks_per_node: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=lambda: [1, 2, 4, 8, 16]
+        default_factory=lambda: [1, 2, 4, 8, 16], description="Processes per node p of the grid."
     )
     transfer_sizes: list[Bytes] = Field(
-        default_factory=lambda: ["4 KiB", "512 KiB", "1 MiB", "4 MiB", "8 MiB", "32 MiB"]
+        default_factory=lambda: ["4 KiB", "512 KiB", "1 MiB", "4 MiB", "8 MiB", "32 MiB"],
+        description="Transfer sizes t of the grid (IOR `-t`).",
     )
-    repetitions: Annotated[int, Field(ge=1)] = 5
+    repetitions: Annotated[int, Field(ge=1)] = Field(
+        5, description="Runs of each (N, p, t) combination."
+    )
     stonewall: Seconds = "45 s"
     aging_bytes: Bytes = "8 TiB"
-    aging_passes: Annotated[int, Field(ge=1)] = 8
+    aging_passes: Annotated[int, Field(ge=1)] = Field(
+        8, description="Passes the aging bytes are written in (1 MiB transfers)."
+    )
     data_entropy: Annotated[float, Field(ge=0.0, le=8.0)] = 8.0
     workers: Annotated[int, Field(ge=1)] = 2
-    progress: bool = True
+    progress: bool = Field(True, description="Show a progress bar.")
+    fidelity: StudyFidelity = None
 
 
 class VastIopsGridPhase(StrictModel):
@@ -99,21 +126,30 @@ class VastIopsGridPhase(StrictModel):
         Files of the read dataset.
     """
 
-    name: str
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
     workload: Literal["vast-iops-grid"]
-    nodes: list[Annotated[int, Field(ge=1)]] = Field(default_factory=lambda: [1, 2, 4, 8])
-    ranks_per_node: list[Annotated[int, Field(ge=1)]] = Field(
-        default_factory=lambda: [1, 2, 4, 8, 16]
+    nodes: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: [1, 2, 4, 8], description="Client node counts N of the grid."
     )
-    transfer_size: Bytes = "4 KiB"
-    block_size: Bytes = "64 GiB"
-    repetitions: Annotated[int, Field(ge=1)] = 5
-    stonewall: Seconds = "45 s"
+    ranks_per_node: list[Annotated[int, Field(ge=1)]] = Field(
+        default_factory=lambda: [1, 2, 4, 8, 16], description="Processes per node p of the grid."
+    )
+    transfer_size: Bytes = Field("4 KiB", description="Bytes per random I/O call (IOR `-t`).")
+    block_size: Bytes = Field(
+        "64 GiB", description="Bytes per rank of the random-write tests (IOR `-b`)."
+    )
+    repetitions: Annotated[int, Field(ge=1)] = Field(
+        5, description="Runs of each (N, p) combination and test."
+    )
+    stonewall: Seconds = Field("45 s", description="IOR `-D` in seconds.")
     dataset_size: Bytes = "27 TiB"
     dataset_files: Annotated[int, Field(ge=1)] = 1024
-    aging_bytes: Bytes = "8 TiB"
-    workers: Annotated[int, Field(ge=1)] = 2
-    progress: bool = True
+    aging_bytes: Bytes = Field(
+        "8 TiB", description="Throw-away bytes written to flush the read dataset to QLC."
+    )
+    workers: Annotated[int, Field(ge=1)] = Field(2, description="Processes the grid is split over.")
+    progress: bool = Field(True, description="Show a progress bar.")
+    fidelity: StudyFidelity = None
 
 
 class VastSizeSweepPhase(StrictModel):
@@ -129,7 +165,7 @@ class VastSizeSweepPhase(StrictModel):
         Dataset sizes in bytes.
     """
 
-    name: str
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
     workload: Literal["vast-size-sweep"]
     sizes: list[Bytes] = Field(
         default_factory=lambda: [
@@ -144,13 +180,20 @@ class VastSizeSweepPhase(StrictModel):
             "12 TB",
         ]
     )
-    nodes: Annotated[int, Field(ge=1)] = 8
-    ranks_per_node: Annotated[int, Field(ge=1)] = 8
-    transfer_size: Bytes = "4 KiB"
-    repetitions: Annotated[int, Field(ge=1)] = 5
-    stonewall: Seconds = "45 s"
-    workers: Annotated[int, Field(ge=1)] = 2
-    progress: bool = True
+    nodes: Annotated[int, Field(ge=1)] = Field(
+        8, description="Client nodes that generate and read each dataset."
+    )
+    ranks_per_node: Annotated[int, Field(ge=1)] = Field(8, description="Processes per node.")
+    transfer_size: Bytes = Field("4 KiB", description="Bytes per random read (IOR `-t`).")
+    repetitions: Annotated[int, Field(ge=1)] = Field(
+        5, description="Random-read runs per dataset size."
+    )
+    stonewall: Seconds = Field("45 s", description="Seconds each random read runs (IOR `-D`).")
+    workers: Annotated[int, Field(ge=1)] = Field(
+        2, description="Processes the sizes are split over."
+    )
+    progress: bool = Field(True, description="Show a progress bar.")
+    fidelity: StudyFidelity = None
 
 
 # ------------------------------------------------------------------ helpers
@@ -185,13 +228,27 @@ def _ior(
     return VastIorPhase(**fields)
 
 
-def _system(model: Any, seed: int) -> Any:
+def _system(model: Any, seed: int, fidelity: str | None = None) -> Any:
     from flashsim.systems.vast import VastSystem
 
     sim = Simulation(seed)
-    system = VastSystem(model, sim, "flow")
+    system = VastSystem(model, sim, "request" if fidelity == "request" else "flow")
     system.prefill()
     return system
+
+
+def _test_fidelity(phase: Any, operation: str, direct_io: bool = False) -> str:
+    """Fidelity one test of a study runs at: the study's, but buffered writes need flow."""
+    if operation == "write" and not direct_io:
+        return "flow"
+    return "request" if phase.fidelity == "request" else "flow"
+
+
+def _fidelity_summary(df: pd.DataFrame) -> str:
+    """The fidelities a study's tests ran at, e.g. ``"flow"`` or ``"flow+request"``."""
+    if "fidelity" not in df or not len(df):
+        return "flow"
+    return "+".join(sorted(str(f) for f in df["fidelity"].unique()))
 
 
 def _age(system: Any, total_B: float, passes: int, nodes: int, ppn: int) -> None:
@@ -211,6 +268,7 @@ def _age(system: Any, total_B: float, passes: int, nodes: int, ppn: int) -> None
         fsync=True,
         repetitions=passes,
         delete_after=True,
+        fidelity="flow",  # buffered writes
     )
     system.run_phase(phase)
 
@@ -224,6 +282,7 @@ def _rows(result: PhaseResult, **keys: Any) -> list[dict[str, Any]]:
             bandwidth_Bps=r["bandwidth_Bps"],
             iops=r["iops"],
             time_s=r["time_s"],
+            fidelity=result.fidelity or result.extra.get("fidelity", "flow"),
         )
         out.append(row)
     return out
@@ -253,12 +312,15 @@ def grid_worker(
         "data_entropy": phase.data_entropy,
     }
     for mode in modes:
-        system = _system(model, seed)
+        system = _system(model, seed, phase.fidelity)
 
         def test(op: str, n: int, p: int, t: float, mode: str = mode, system: Any = system) -> None:
             ds = f"{mode}-N{n}-p{p}-t{int(t)}"
             fsync = {"fsync": True} if op == "write" else {}
-            res = system.run_phase(_ior(f"{op[0]}-{ds}", op, n, p, t, ds, **fsync, **common))
+            fid = _test_fidelity(phase, op)
+            res = system.run_phase(
+                _ior(f"{op[0]}-{ds}", op, n, p, t, ds, **fsync, **common, fidelity=fid)
+            )
             rows.extend(_rows(res, mode=mode, op=op, N=n, p=p, x=n * p, t=t))
             progress(phase.repetitions)
 
@@ -275,17 +337,6 @@ def grid_worker(
     return rows
 
 
-def _worker_main(
-    func: Callable[..., list[dict[str, Any]]], args: tuple[Any, ...], queue: Any
-) -> None:
-    """Entry of a worker process: run ``func(*args, progress)``; post progress and rows."""
-    try:
-        rows = func(*args, lambda k: queue.put(("tick", k)))
-        queue.put(("rows", rows))
-    except BaseException as exc:  # report, never hang the parent
-        queue.put(("error", repr(exc)))
-
-
 def _parallel(
     func: Callable[..., list[dict[str, Any]]],
     arg_sets: list[tuple[Any, ...]],
@@ -293,42 +344,23 @@ def _parallel(
     label: str,
     progress: bool,
 ) -> list[dict[str, Any]]:
-    """Run ``func(*args, progress)`` for each argument set in its own process, with a bar."""
+    """Run ``func(*args, progress)`` for each argument set as its own Dask task, with a bar.
+
+    :func:`flashsim.sweep.run_tasks` is the executor (one argument set: this
+    process; otherwise a local Dask cluster, or the cluster of the sweep this
+    study is a point of).  Rows come back in argument-set order.
+    """
     from tqdm import tqdm
+
+    from flashsim.sweep import run_tasks
 
     show = progress and sys.stderr.isatty()
     bar = tqdm(total=total, desc=label, unit="test", disable=not show, leave=False)
-    rows: list[dict[str, Any]] = []
     try:
-        if len(arg_sets) == 1:
-            rows = func(*arg_sets[0], bar.update)
-            return rows
-        methods = mp.get_all_start_methods()
-        ctx: Any = mp.get_context("fork" if "fork" in methods else "spawn")
-        queue = ctx.Queue()
-        procs = [
-            ctx.Process(target=_worker_main, args=(func, args, queue), daemon=True)
-            for args in arg_sets
-        ]
-        for proc in procs:
-            proc.start()
-        finished = 0
-        while finished < len(procs):
-            kind, payload = queue.get()
-            if kind == "tick":
-                bar.update(payload)
-            elif kind == "rows":
-                rows.extend(payload)
-                finished += 1
-            else:
-                for proc in procs:
-                    proc.terminate()
-                raise RuntimeError(f"{label} worker failed: {payload}")
-        for proc in procs:
-            proc.join()
-        return rows
+        parts = run_tasks(func, arg_sets, bar.update)
     finally:
         bar.close()
+    return [row for rows in parts for row in rows]
 
 
 # ------------------------------------------------------------------ studies
@@ -374,6 +406,14 @@ def summarize_grid(df: pd.DataFrame) -> dict[str, float]:
         r = out.get(f"naive_read_GBps_x{top}")
         if w and r:
             out["naive_read_write_ratio_xmax"] = r / w
+        if len(xs) >= 2:
+            # Fig. 2's slope at the top: the mean at the largest x over the next smaller x.
+            for mode in ("naive", "aged"):
+                for op in ("write", "read"):
+                    hi = out.get(f"{mode}_{op}_GBps_x{top}")
+                    lo = out.get(f"{mode}_{op}_GBps_x{xs[-2]}")
+                    if hi and lo:
+                        out[f"{mode}_{op}_xmax_over_prev"] = hi / lo
         w_mid = out.get("naive_write_GBps_x32")
         if w and w_mid:
             out["naive_write_saturation_xmax_over_x32"] = w / w_mid
@@ -386,6 +426,65 @@ def summarize_grid(df: pd.DataFrame) -> dict[str, float]:
     return out
 
 
+def read_limits(model: Any, transfer_B: float = MIB) -> pd.DataFrame:
+    """What bounds sequential reads at each ``x = N p`` of Fig. 2/3, from the model alone.
+
+    For each ``x`` (``N = min(8, x)`` clients, ``p = x / N`` processes each):
+    the aggregate each candidate mechanism alone would allow, in bytes/s --
+    every process at its own read rate (``process_Bps``), every read-ahead
+    window over its zero-load round trip (``readahead_Bps``), the client HCAs
+    the ``nconnect``/multipath mount uses (``client_hcas_Bps``), the CNodes'
+    client ports (``cnode_ports_Bps``), the SCM drives (``scm_Bps``) and the
+    QLC drives (``qlc_Bps``) -- and what the model predicts with the drives'
+    queues (``naive_Bps``: data in SCM; ``aged_Bps``: data on QLC) with the
+    mechanism that binds each.
+    """
+    from flashsim.systems.vast import VastSystem
+
+    system = VastSystem(model, Simulation(0), "flow")
+    cm = system.client_model
+    rsize = float(cm.mount.rsize)
+    window_B = max(cm.readahead_B(), transfer_B)
+    n_scm, n_qlc = len(system.scm), len(system.qlc)
+    scm_Bps = n_scm * system.scm_spec.read_bandwidth * model.tier.scm_read_efficiency
+    qlc_Bps = n_qlc * system.qlc_spec.read_bandwidth
+    cnode_Bps = model.cnode.count * model.cnode.client_nic.node_Bps("egress")
+    rows = []
+    for x in (1, 2, 4, 8, 16, 32, 64, 128):
+        n = min(model.client.count, x)
+        bounds = {
+            "process": x * cm.copy_rate_Bps(transfer_B),
+            "read-ahead": x * window_B / system.rtt_s(rsize, "read", 1.0),
+            "client HCAs": n * cm.nic_Bps("ingress"),
+            "CNode ports": cnode_Bps,
+        }
+        naive = min(x * system.sequential_read_rate_Bps(transfer_B, x, 1.0), *bounds.values())
+        aged = min(
+            x * system.sequential_read_rate_Bps(transfer_B, x, 0.0), *bounds.values(), qlc_Bps
+        )
+        corner = min(*bounds.values(), scm_Bps)
+        naive_limit = min(bounds, key=lambda k: bounds[k])
+        if naive < 0.97 * min(bounds.values()):
+            naive_limit = "SCM drives' queues"
+        aged_bounds = {**bounds, "QLC drives": qlc_Bps}
+        rows.append(
+            {
+                "x": x,
+                "N": n,
+                "p": x // n,
+                **{f"{k}_Bps": v for k, v in bounds.items()},
+                "scm_Bps": scm_Bps,
+                "qlc_Bps": qlc_Bps,
+                "corner_naive_Bps": corner,
+                "naive_Bps": naive,
+                "aged_Bps": aged,
+                "naive_limit": naive_limit,
+                "aged_limit": min(aged_bounds, key=lambda k: aged_bounds[k]),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def iops_worker(
     model: Any,
     phase: VastIopsGridPhase,
@@ -394,7 +493,7 @@ def iops_worker(
     progress: Progress,
 ) -> list[dict[str, Any]]:
     """Fig. 4 for ``combos`` on one fresh system; one row per repetition."""
-    system = _system(model, seed)
+    system = _system(model, seed, phase.fidelity)
     t = phase.transfer_size
     files = phase.dataset_files
     n_gen = max(phase.nodes)
@@ -410,6 +509,7 @@ def iops_worker(
         block_size_B=MIB,
         segments=max(1, int(per_file // MIB)),
         fsync=True,
+        fidelity="flow",  # buffered writes
     )
     system.run_phase(gen)
     _age(system, phase.aging_bytes, 8, n_gen, 16)
@@ -442,6 +542,7 @@ def iops_worker(
                     ds,
                     fsync=(op == "write"),
                     direct_io=direct,
+                    fidelity=_test_fidelity(phase, op, direct),
                     **opts,
                 )
             )
@@ -497,7 +598,7 @@ def size_worker(
     n, p = phase.nodes, phase.ranks_per_node
     rows: list[dict[str, Any]] = []
     for size, aged in jobs:
-        system = _system(model, seed)
+        system = _system(model, seed, phase.fidelity)
         ds = f"size-{size:.6g}"
         segments = max(1, int(size / (n * p) // MIB))
         per_rank = segments * MIB
@@ -512,6 +613,7 @@ def size_worker(
             segments=segments,
             fsync=True,
             reorder_tasks=False,
+            fidelity="flow",  # buffered writes
         )
         system.run_phase(gen)
         if aged:
@@ -533,6 +635,7 @@ def size_worker(
                 access="random",
                 block_size_B=per_rank,
                 segments=1,
+                fidelity=_test_fidelity(phase, "read"),
             )
         )
         fraction = scm / max(scm + qlc, 1.0)
@@ -578,9 +681,16 @@ def summarize_sizes(df: pd.DataFrame) -> dict[str, float]:
 
 
 # ------------------------------------------------------------ phase adapters
-def run_study_phase(model: Any, phase: Any, seed: int) -> PhaseResult:
-    """Run a grid/sweep phase and return its summary as a :class:`PhaseResult`."""
+def run_study_phase(model: Any, phase: Any, seed: int, fidelity: str = "flow") -> PhaseResult:
+    """Run a grid/sweep phase and return its summary as a :class:`PhaseResult`.
+
+    ``fidelity`` (the scenario's) applies unless the phase sets its own; the
+    result's ``fidelity`` and ``extra["fidelity_by_test"]`` say what each kind
+    of test actually ran at (buffered writes always run in flow fidelity).
+    """
     started = time.perf_counter()
+    if phase.fidelity is None:
+        phase = phase.model_copy(update={"fidelity": fidelity})
     if isinstance(phase, VastGridPhase):
         df = run_grid(model, phase, seed)
         summary = summarize_grid(df)
@@ -604,16 +714,23 @@ def run_study_phase(model: Any, phase: Any, seed: int) -> PhaseResult:
     extra["tests"] = len(df)
     extra["wall_s"] = time.perf_counter() - started
     extra["rows"] = df.to_dict(orient="records")
+    kind = "op" if "op" in df else "test" if "test" in df else None
+    if "fidelity" in df and len(df):
+        groups = df.groupby(kind)["fidelity"] if kind else [("read", df["fidelity"])]
+        extra["fidelity_by_test"] = {
+            str(k): "+".join(sorted(str(f) for f in g.unique())) for k, g in groups
+        }
     return PhaseResult(
         name=phase.name,
         operation=op,
         bandwidth_Bps=bandwidth,
         iops=iops,
-        ranks=int(df["x"].max()) if "x" in df else 0,
+        ranks=int(df["x"].max()) if "x" in df else phase.nodes * phase.ranks_per_node,
         transfer_size_B=math.nan,
         sim_time_s=math.nan,
         bytes_B=math.nan,
         extra=extra,
+        fidelity=_fidelity_summary(df),
     )
 
 
@@ -626,6 +743,7 @@ PUBLISHED: dict[str, float] = {
     "qlc_read_GBps": 140.0,  # Sec. III-B, 44 QLC drives
     "read_write_ratio": 5.0,  # Sec. III-A
     "aged_over_naive_x32_min": 1.5,  # Sec. III-B "over 50% higher"
+    "aged_over_naive_x32_max": 2.0,  # ... and not "twice" (our reading of the same words)
     "randread_qlc_64_iops": 52_000.0,  # Sec. IV-B
     "randread_scm_over_qlc": 3.0,  # Fig. 5 "up to 3x"
     "scm_buffer_TB": 3.0,  # Sec. III-B
@@ -681,11 +799,13 @@ def plot_fig3(df: pd.DataFrame, ax: Any) -> None:
             label=f"{mode} (flashsim)",
         )
     naive32 = reads[(reads["mode"] == "naive") & (reads["x"] == 32)]["bandwidth_Bps"].mean()
-    ax.plot(
+    ax.vlines(
         [32],
-        [PUBLISHED["aged_over_naive_x32_min"] * naive32 / 1e9],
-        "k^",
-        label="seed: aged > 1.5 x naive at x=32",
+        PUBLISHED["aged_over_naive_x32_min"] * naive32 / 1e9,
+        PUBLISHED["aged_over_naive_x32_max"] * naive32 / 1e9,
+        color="k",
+        lw=3,
+        label="seed: aged 'over 50%' above naive at x=32 (1.5-2x)",
     )
     ax.axhline(PUBLISHED["qlc_read_GBps"], color="grey", ls=":", lw=1, label="44 QLC: 140 GB/s")
     ax.set_xscale("log", base=2)

@@ -9,6 +9,8 @@ theoretical peak of each layer without running anything.
 
 from __future__ import annotations
 
+import math
+import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,3 +121,121 @@ class SystemKind(ABC):
 
     def check(self, model: Any) -> None:  # noqa: B027 - optional hook
         """Cross-field consistency checks; raise ``ValueError`` naming the key."""
+
+    def check_phase(self, model: Any, phase: Any) -> None:  # noqa: B027 - optional hook
+        """Check one validated phase against ``model`` before anything is built.
+
+        Raise ``ValueError("key: message")`` with ``key`` relative to the phase
+        (``ost``, ``layout.stripe_count``) for indices outside the model and for
+        runs whose estimated size exceeds :data:`MAX_PATH_ENTRIES` or
+        :data:`MAX_STREAMS`; warn (:func:`flashsim.config.warn`) about
+        accepted knobs the kind does not model.
+        """
+
+
+#: Most flow-path entries (resource, weight) a run may create, estimated as flows x
+#: resources per flow: 50 million entries are ~5.5 GB (:data:`BYTES_PER_PATH_ENTRY`).
+MAX_PATH_ENTRIES = 50_000_000
+
+#: Memory one path entry costs in the flow solver's arrays and Python objects (measured:
+#: 20,000 flows over 20 resources added 111 B per entry to the resident set).
+BYTES_PER_PATH_ENTRY = 110
+
+
+def machine_memory_B() -> float:
+    """Physical memory of this machine in bytes (``inf`` where unknown)."""
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return math.inf
+
+
+#: Most concurrent streams (flows, or closed-loop customers in request fidelity) one
+#: phase may start: each is a Python object of ~1 kB plus its path.
+MAX_STREAMS = 2_000_000
+
+
+#: Most request completions a request-fidelity phase may ask for (``max_requests``): SimPy
+#: handles ~10^5 events/s, so 10^8 requests of a few events each are about an hour.
+MAX_REQUESTS = 100_000_000
+
+#: Throughput samples request fidelity always takes before it may stop (run-length control).
+MIN_SAMPLES = 40
+
+#: Most rank-repetitions (ranks x repetitions, over every combination of a grid) one phase
+#: may simulate: each runs its own flows, ~10^4 per second.
+MAX_RANK_RUNS = 2_000_000
+
+
+def rank_runs(phase: Any) -> int:
+    """Upper bound of ranks x repetitions a phase simulates (grids: over every combination)."""
+
+    def top(value: Any) -> int:
+        if isinstance(value, list):
+            return max((v for v in value if isinstance(v, int)), default=1)
+        return value if isinstance(value, int) else 1
+
+    def width(value: Any) -> int:
+        return len(value) if isinstance(value, list) else 1
+
+    nodes = getattr(phase, "nodes", 1)
+    per_node = getattr(phase, "ranks_per_node", 1)
+    sizes = getattr(phase, "transfer_sizes", None)
+    combos = width(nodes) * width(per_node) * width(sizes)
+    return top(getattr(phase, "repetitions", 1)) * top(nodes) * top(per_node) * combos
+
+
+def check_work(phase: Any) -> None:
+    """Refuse a phase whose simulated work exceeds :data:`MAX_REQUESTS` or :data:`MAX_RANK_RUNS`.
+
+    Raises ``ValueError("key: message")`` with ``key`` relative to the phase.
+    """
+    requests = getattr(phase, "max_requests", None)
+    if isinstance(requests, int) and requests > MAX_REQUESTS:
+        raise ValueError(
+            f"max_requests: {requests:,} requests (~{requests / 1e5 / 3600:.2g} h at 10^5 "
+            f"events/s); at most "
+            f"{MAX_REQUESTS:,} are allowed"
+        )
+    interval = getattr(phase, "sample_interval_requests", None)
+    if isinstance(interval, int) and interval * MIN_SAMPLES > MAX_REQUESTS:
+        raise ValueError(
+            f"sample_interval_requests: {MIN_SAMPLES} samples of {interval:,} requests are "
+            f"at least {interval * MIN_SAMPLES:,} requests; at most {MAX_REQUESTS:,} are allowed"
+        )
+    runs = rank_runs(phase)
+    if runs > MAX_RANK_RUNS:
+        raise ValueError(
+            f"repetitions: repetitions x ranks (over every combination) = {runs:,} rank runs; "
+            f"at most {MAX_RANK_RUNS:,} are allowed (each simulates its own flows)"
+        )
+
+
+def check_size(key: str, streams: int, entries_per_stream: int, what: str) -> None:
+    """Refuse a phase whose estimated size exceeds :data:`MAX_STREAMS` or :data:`MAX_PATH_ENTRIES`.
+
+    Parameters
+    ----------
+    key : str
+        Phase key to name in the message (e.g. ``nodes``).
+    streams : int
+        Flows or customers the phase would create.
+    entries_per_stream : int
+        Resources on each stream's path.
+    what : str
+        How the numbers were estimated, for the message.
+    """
+    entries = streams * max(entries_per_stream, 1)
+    if streams > MAX_STREAMS:
+        raise ValueError(
+            f"{key}: {what} gives {streams:,} streams; at most {MAX_STREAMS:,} fit in memory"
+        )
+    need_B = entries * BYTES_PER_PATH_ENTRY
+    have_B = machine_memory_B()
+    if entries > MAX_PATH_ENTRIES or need_B > have_B / 2:
+        raise ValueError(
+            f"{key}: {what} gives {streams:,} streams x {entries_per_stream:,} resources = "
+            f"{entries:,} path entries (~{need_B / 1e9:.3g} GB; this machine has "
+            f"{have_B / 1e9:.3g} GB); at most {MAX_PATH_ENTRIES:,} entries and half the "
+            "memory are allowed"
+        )

@@ -44,7 +44,7 @@ from flashsim.components.raid import DriveOp
 from flashsim.components.ssd import SsdState
 from flashsim.config import Bytes, Seconds, StrictModel
 from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
-from flashsim.engine.flows import Flow, Resource
+from flashsim.engine.flows import Flow, Resource, Segment
 from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
@@ -54,7 +54,7 @@ from flashsim.systems.base import (
     Fidelity,
     SystemKind,
 )
-from flashsim.systems.lustre_describe import check_model, describe_model
+from flashsim.systems.lustre_describe import check_model, check_phase, describe_model
 from flashsim.systems.lustre_model import LustreModel, ServerSpec
 from flashsim.workloads.ior import IorPhase, IorRunner, RankStream
 
@@ -83,9 +83,9 @@ class ObdfilterPhase(StrictModel):
         Total bytes per OST (``size``).
     """
 
-    name: str
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
     workload: Literal["obdfilter-survey"]
-    operation: OpKind
+    operation: OpKind = Field(description="Write or read test of the target.")
     ost: Annotated[int, Field(ge=0)] = 0
     threads: Annotated[int, Field(ge=1)] = 1024
     objects: Annotated[int, Field(ge=1)] = 1
@@ -114,9 +114,11 @@ class LnetSelftestPhase(StrictModel):
         Whether the sources sit in another I/O group (traffic crosses global links).
     """
 
-    name: str
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
     workload: Literal["lnet-selftest"]
-    operation: OpKind
+    operation: OpKind = Field(
+        description="`read` moves data out of the sink (egress), `write` into it."
+    )
     sink: Annotated[int, Field(ge=0)] = 0
     sources: Annotated[int, Field(ge=1)] = 2
     concurrency: Annotated[int, Field(ge=1)] = 8
@@ -235,7 +237,18 @@ def _dirs(op: OpKind) -> tuple[Direction, Direction]:
 
 # ------------------------------------------------------------------ system
 class Lustre(BuiltSystem):
-    """A Lustre system assembled in a simulation; servers and clients are built on first use."""
+    """A Lustre system assembled in a simulation; servers and clients are built on first use.
+
+    Attributes
+    ----------
+    share_stripe_sets : bool
+        Store each stripe set's server paths (and each client's OSCs for it)
+        once, as shared flow segments, so a rank striped over S targets costs
+        O(1) instead of O(S).  ``False`` expands them into every rank's path:
+        the same results, at ranks x targets cost (kept to test that).
+    """
+
+    share_stripe_sets: bool = True
 
     def __init__(self, model: LustreModel, sim: Simulation, fidelity: Fidelity) -> None:
         super().__init__(sim, fidelity)
@@ -245,6 +258,9 @@ class Lustre(BuiltSystem):
         self.fabric: dict[tuple[str, int], Resource] = {}
         self.ior = IorRunner(self, fidelity)
         self._ranks: list[RankContext] = []
+        # Shared flow segments: stripe sets (server side) and each client's OSCs for them.
+        self._stripe_segments: dict[tuple[Any, ...], Segment] = {}
+        self._osc_segments: dict[tuple[str, tuple[int, ...]], Segment] = {}
 
     # ..................................................................... build
     @property
@@ -463,8 +479,10 @@ class Lustre(BuiltSystem):
         if cost.raid_s > 0 and ost.raid is not None:
             path.append((ost.raid, share * cost.raid_s))
         for i in range(n):
-            path.append((ost.cmd[i], share * cost.drive_cmd_s / n))
-            path.append((ost.xfer[i], share * cost.drive_xfer_s / n))
+            if cost.drive_cmd_s > 0:
+                path.append((ost.cmd[i], share * cost.drive_cmd_s / n))
+            if cost.drive_xfer_s > 0:  # an HDD's transfer is part of its command time
+                path.append((ost.xfer[i], share * cost.drive_xfer_s / n))
             if cost.pcie_up_B > 0 and ost.link_up:
                 path.append((ost.link_up[i], share * cost.pcie_up_B / cost.size_B / n))
             if cost.pcie_down_B > 0 and ost.link_down:
@@ -636,47 +654,34 @@ class Lustre(BuiltSystem):
         per_rpc = lc.ops_per_rpc(t, sequential, phase.direct_io, write)
         rank_q = lc.rank_concurrency(t, sequential, phase.direct_io, write)
         slots = lc.rpcs_in_flight * per_rpc
-        c_dir, s_dir = _dirs(op)
+        c_dir, _ = _dirs(op)
         cnic = self.model.client.nic
         streams: list[RankStream] = []
         self._ranks = []
         costs: dict[int, OpCost] = {}
+        stripes: dict[tuple[int, ...], tuple[list[tuple[Resource | Segment, float]], float]] = {}
+        oscs: dict[tuple[int, tuple[int, ...]], list[tuple[Resource | Segment, float]]] = {}
+        op_key = (op, op_B, sequential, per_rpc)
         for r in range(phase.ranks):
             node_index = phase.node_of(r)
             node = self.client(node_index)
-            targets = self._targets(phase, r)
-            share = 1.0 / len(targets)
-            path: list[tuple[Resource, float]] = [
+            targets = tuple(self._targets(phase, r))
+            if targets not in stripes:
+                stripes[targets] = self._stripe_path(targets, op_key, costs)
+            server_side, latency = stripes[targets]
+            if (node_index, targets) not in oscs:
+                oscs[node_index, targets] = self._osc_path(
+                    node, targets, slots * op_B, costs, slots
+                )
+            path: list[tuple[Resource | Segment, float]] = [
                 (res, 1.0 / cnic.ports) for res in node.nic[c_dir]
             ]
-            latency = 0.0
-            for tgt in targets:
-                server, ost = self.ost(tgt)
-                if tgt not in costs:
-                    costs[tgt] = self.op_cost(ost, op, op_B, sequential, per_rpc)
-                cost = costs[tgt]
-                latency = max(latency, cost.latency_s)
-                path.extend(self.server_path(server, ost, cost, share))
-                path.append(
-                    (
-                        self.fabric_link(
-                            f"c-io.{s_dir}", server.group, self.model.network.compute_to_io_links
-                        ),
-                        share,
-                    )
-                )
-                window = slots * op_B / cost.latency_s
-                if tgt not in node.osc:
-                    node.osc[tgt] = self.sim.flows.add_resource(f"{node.name}.osc{tgt}", window)
-                else:
-                    self.sim.flows.set_capacity(node.osc[tgt], capacity_Bps=window)
-                path.append((node.osc[tgt], share))
-                if tgt not in node.slots:
-                    node.slots[tgt] = simpy.Resource(self.sim.env, capacity=slots)
+            path.extend(server_side)
+            path.extend(oscs[node_index, targets])
             conc = min(rank_q, MAX_REQUEST_CONCURRENCY)
             gated = phase.ranks_per_node * conc > slots
             self._ranks.append(
-                RankContext(node=node, targets=targets, cost=costs[targets[0]], gated=gated)
+                RankContext(node=node, targets=list(targets), cost=costs[targets[0]], gated=gated)
             )
             streams.append(
                 RankStream(
@@ -690,6 +695,73 @@ class Lustre(BuiltSystem):
                 )
             )
         return streams
+
+    def _stripe_path(
+        self,
+        targets: tuple[int, ...],
+        op_key: tuple[OpKind, float, bool, int],
+        costs: dict[int, OpCost],
+    ) -> tuple[list[tuple[Resource | Segment, float]], float]:
+        """Server side of a file striped over ``targets``, and its slowest round trip (s).
+
+        Each target takes 1/S of the bytes.  A stripe set wider than one target
+        is stored once as a shared segment, so a rank using it costs one entry
+        whatever S is (DESIGN §2; ranks + targets, not ranks x targets).
+        """
+        op, op_B, sequential, per_rpc = op_key
+        _, s_dir = _dirs(op)
+        share = 1.0 / len(targets)
+        entries: list[tuple[Resource, float]] = []
+        latency = 0.0
+        for tgt in targets:
+            server, ost = self.ost(tgt)
+            if tgt not in costs:
+                costs[tgt] = self.op_cost(ost, op, op_B, sequential, per_rpc)
+            cost = costs[tgt]
+            latency = max(latency, cost.latency_s)
+            entries.extend(self.server_path(server, ost, cost, share))
+            link = self.fabric_link(
+                f"c-io.{s_dir}", server.group, self.model.network.compute_to_io_links
+            )
+            entries.append((link, share))
+        if len(targets) == 1 or not self.share_stripe_sets:
+            return list(entries), latency
+        key = (targets, *op_key)
+        segment = self._stripe_segments.get(key)
+        if segment is None:
+            name = f"{self.model.name}.stripe{len(self._stripe_segments)}.{op}"
+            segment = self.sim.flows.add_segment(name, entries)
+            self._stripe_segments[key] = segment
+        return [(segment, 1.0)], latency
+
+    def _osc_path(
+        self,
+        node: ClientNode,
+        targets: tuple[int, ...],
+        window_B: float,
+        costs: dict[int, OpCost],
+        slots: int,
+    ) -> list[tuple[Resource | Segment, float]]:
+        """The client's OSC windows (RPCs in flight x size / round trip) for ``targets``."""
+        share = 1.0 / len(targets)
+        for tgt in targets:
+            window = window_B / costs[tgt].latency_s
+            if tgt not in node.osc:
+                node.osc[tgt] = self.sim.flows.add_resource(f"{node.name}.osc{tgt}", window)
+            else:
+                self.sim.flows.set_capacity(node.osc[tgt], capacity_Bps=window)
+            if tgt not in node.slots:
+                node.slots[tgt] = simpy.Resource(self.sim.env, capacity=slots)
+        entries = [(node.osc[tgt], share) for tgt in targets]
+        if len(targets) == 1 or not self.share_stripe_sets:
+            return list(entries)
+        key = (node.name, targets)
+        segment = self._osc_segments.get(key)
+        if segment is None:
+            name = f"{node.name}.oscs{len(self._osc_segments)}"
+            segment = self.sim.flows.add_segment(name, entries)
+            self._osc_segments[key] = segment
+        return [(segment, 1.0)]
 
     def ior_request(
         self, phase: IorPhase, rank: int, stream: RankStream
@@ -785,6 +857,10 @@ class LustreKind(SystemKind):
     def check(self, model: LustreModel) -> None:
         """Cross-field checks; raise ``ValueError("dotted.key: message")``."""
         check_model(model)
+
+    def check_phase(self, model: LustreModel, phase: Any) -> None:
+        """Indices in the model, stripes within the OSTs, size estimate (lustre_describe)."""
+        check_phase(model, phase)
 
     def describe(self, model: LustreModel) -> Description:
         """Per-layer peaks of one OSS and of the system, and the bottlenecks."""

@@ -36,7 +36,7 @@ class EnclosureSpec(StrictModel):
         Drive bays; every server is cabled to every drive.
     """
 
-    name: str = ""
+    name: str = Field("", description="Enclosure model, for reports.")
     servers: Annotated[int, Field(ge=1)] = 1
     drives: Annotated[int, Field(ge=1)]
 
@@ -161,8 +161,8 @@ class LustreModel(StrictModel):
     """Model file of ``kind = "lustre"``."""
 
     kind: Literal["lustre"]
-    name: str
-    description: str = ""
+    name: str = Field(description="System name, for reports.")
+    description: str = Field("", description="Free text, for reports.")
     oss: ServerSpec
     mds: ServerSpec | None = None
     client: ClientSpec

@@ -35,21 +35,32 @@ from flashsim.systems.base import (
     LayerPeak,
     SystemKind,
     bottleneck,
+    check_size,
 )
 
 
 class StageModel(StrictModel):
     """One stage of a pipeline model file."""
 
-    name: str
-    servers: Annotated[int, Field(ge=1)] = 1
-    bandwidth: Bandwidth | None = None
-    ops_rate: OpRate | None = None
-    latency: NonNegativeSeconds = 0.0
-    service_distribution: Literal["deterministic", "exponential", "lognormal", "gamma"] = (
-        "exponential"
+    name: str = Field(description="Stage name, unique within the model (e.g. `nic`, `ssd`).")
+    servers: Annotated[int, Field(ge=1)] = Field(
+        1, description="Identical servers in the stage (request fidelity: queue servers)."
     )
-    service_cv: Annotated[float, Field(ge=0.0)] = 1.0
+    bandwidth: Bandwidth | None = Field(
+        None, description="Bytes/s the stage moves at saturation (unset: no bandwidth limit)."
+    )
+    ops_rate: OpRate | None = Field(
+        None, description="Operations/s the stage serves at saturation (unset: no limit)."
+    )
+    latency: NonNegativeSeconds = Field(
+        "0 s", description="Pure delay per request that holds no server."
+    )
+    service_distribution: Literal["deterministic", "exponential", "lognormal", "gamma"] = Field(
+        "exponential", description="Distribution of service times (request fidelity)."
+    )
+    service_cv: Annotated[float, Field(ge=0.0)] = Field(
+        1.0, description="Coefficient of variation of service times (request fidelity)."
+    )
 
     @model_validator(mode="after")
     def _has_capacity(self) -> StageModel:
@@ -68,8 +79,8 @@ class PipelineModel(StrictModel):
     """Model file of ``kind = "pipeline"``."""
 
     kind: Literal["pipeline"]
-    name: str
-    description: str = ""
+    name: str = Field(description="System name, for reports.")
+    description: str = Field("", description="Free text, for reports.")
     stages: Annotated[list[StageModel], Field(min_length=1)]
 
     @model_validator(mode="after")
@@ -89,16 +100,29 @@ class StreamsPhase(StrictModel):
     ``target_rel_halfwidth`` (or ``max_requests`` complete).
     """
 
-    name: str
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
     workload: Literal["streams"]
-    operation: Literal["read", "write"] = "read"
-    streams: Annotated[int, Field(ge=1)]
-    queue_depth: Annotated[int, Field(ge=1)] = 1
-    transfer_size: Bytes
-    bytes_per_stream: Bytes = 1e9
-    target_rel_halfwidth: Annotated[float, Field(gt=0.0)] = 0.01
-    sample_interval_requests: Annotated[int, Field(ge=1)] = 200
-    max_requests: Annotated[int, Field(ge=1)] = 2_000_000
+    operation: Literal["read", "write"] = Field(
+        "read", description="Whether the streams read or write."
+    )
+    streams: Annotated[int, Field(ge=1)] = Field(description="Closed-loop request streams.")
+    queue_depth: Annotated[int, Field(ge=1)] = Field(
+        1, description="Requests each stream keeps in flight."
+    )
+    transfer_size: Bytes = Field(description="Bytes per request.")
+    bytes_per_stream: Bytes = Field("1 GB", description="Flow fidelity: bytes each stream moves.")
+    target_rel_halfwidth: Annotated[float, Field(gt=0.0)] = Field(
+        0.01,
+        description=(
+            "Request fidelity: stop when the throughput's relative 95 % half-width is below this."
+        ),
+    )
+    sample_interval_requests: Annotated[int, Field(ge=1)] = Field(
+        200, description="Request fidelity: completions per throughput sample."
+    )
+    max_requests: Annotated[int, Field(ge=1)] = Field(
+        2_000_000, description="Request fidelity: stop after this many completions regardless."
+    )
 
 
 class Pipeline(BuiltSystem):
@@ -202,6 +226,15 @@ class PipelineKind(SystemKind):
     model_type = PipelineModel
     phase_type = StreamsPhase
     built_type = Pipeline
+
+    def check_phase(self, model: PipelineModel, phase: StreamsPhase) -> None:
+        """Refuse phases whose streams (flow) or customers (request) would not fit in memory."""
+        check_size(
+            "streams",
+            phase.streams * phase.queue_depth,
+            len(model.stages),
+            f"streams x queue_depth = {phase.streams:,} x {phase.queue_depth:,}",
+        )
 
     def describe(self, model: PipelineModel) -> Description:
         layers = [

@@ -22,7 +22,11 @@ compressed fraction, ``k+m`` = erasure-code geometry):
   fabric ports (in 1, out c(k+m)/k) -> DNode ports -> QLC drives;
 * read: the drives where the object's bytes live now -> DNode ports ->
   fabric -> CNode fabric ports -> CNode client ports -> client HCAs, capped
-  per rank by read-ahead (sequential) or by the round trip (random, O_DIRECT).
+  per rank by the round trip (random, O_DIRECT) or, for sequential buffered
+  reads, by the closed loop of the rank's read-ahead RPCs through its own
+  copy, the fixed round trip and the SCM drives' queues
+  (:meth:`VastSystem.sequential_read_rate_Bps`): per-process bound at low
+  ``N x p``, approaching the SCM drives' bandwidth gradually at high ``N x p``.
 
 The zero-load round trip of one RPC of ``s`` bytes is ``op_latency`` (client
 NFS/RDMA stack, CNode metadata and transaction handling) + media latency
@@ -45,7 +49,7 @@ from flashsim.components.nfs import NfsClientModel, NfsClientSpec
 from flashsim.components.nic import NicSpec
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.tier import ScmQlcTier, TierSpec
-from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, StrictModel
+from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, StrictModel, warn
 from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.maxmin import FloatArray
 from flashsim.engine.queues import FifoQueue
@@ -64,9 +68,10 @@ from flashsim.systems.base import (
     LayerPeak,
     SystemKind,
     bottleneck,
+    check_size,
 )
 from flashsim.units import MIB
-from flashsim.workloads.ior import IorPhase, IorRunner, RankStream
+from flashsim.workloads.ior import FileLayout, IorPhase, IorRunner, RankStream
 
 
 # ===================================================================== schema
@@ -122,7 +127,7 @@ class DNodeSpec(StrictModel):
     qlc_drives: Annotated[int, Field(ge=1)]
     scm_drive: DriveField
     qlc_drive: DriveField
-    qlc_read_overhead: NonNegativeSeconds = 0.0
+    qlc_read_overhead: NonNegativeSeconds = "0 s"
 
 
 class FabricSpec(StrictModel):
@@ -140,7 +145,7 @@ class FabricSpec(StrictModel):
 
     switches: Annotated[int, Field(ge=1)]
     switch_bandwidth: Bandwidth
-    latency: NonNegativeSeconds = 0.0
+    latency: NonNegativeSeconds = "0 s"
 
 
 class TurnoverSpec(StrictModel):
@@ -162,8 +167,8 @@ class VastModel(StrictModel):
     """Model file of ``kind = "vast"``."""
 
     kind: Literal["vast"]
-    name: str
-    description: str = ""
+    name: str = Field(description="System name, for reports.")
+    description: str = Field("", description="Free text, for reports.")
     cnode: CNodeSpec
     dnode: DNodeSpec
     fabric: FabricSpec
@@ -292,6 +297,7 @@ class VastSystem(BuiltSystem):
         self._cur_read: list[tuple[float, FloatArray | None]] = []
         self._queues: dict[str, list[tuple[FifoQueue, FifoQueue]]] | None = None
         self._cur_objs: list[str] = []
+        self._copy_queues: dict[int, FifoQueue] = {}
 
     # ------------------------------------------------------------- helpers
     def _entropy_of(self, obj: str) -> float:
@@ -442,12 +448,14 @@ class VastSystem(BuiltSystem):
                 self.object_name(dataset, phase.file_of(r)) for r in range(phase.ranks)
             ]
             self._cur_read = [self._read_picks(obj) for obj in self._cur_objs]
+            self._copy_queues = {}
 
     def ior_streams(self, phase: IorPhase) -> list[RankStream]:
         """One stream per rank: where its bytes go and its own rate cap."""
         cm = self.client_model
         t = phase.transfer_size
         streams: list[RankStream] = []
+        read_caps: dict[tuple[float, float, int], float] = {}
         for r in range(phase.ranks):
             node = phase.node_of(r)
             obj = self._cur_objs[r]
@@ -475,10 +483,35 @@ class VastSystem(BuiltSystem):
                     conc = cm.rpcs_per_call(t, "read")
                     streams.append(RankStream(tuple(path), rpc, cap, conc))
                 else:
-                    rtt = self.rtt_s(cm.mount.rsize, "read", f_scm)
-                    cap = cm.buffered_read_rate_Bps(t, rtt)
-                    streams.append(RankStream(tuple(path), cm.mount.rsize, cap))
+                    key = (float(t), round(f_scm, 9), phase.ranks)
+                    seq_cap = read_caps.get(key)
+                    if seq_cap is None:
+                        seq_cap = self.sequential_read_rate_Bps(t, phase.ranks, f_scm)
+                        read_caps[key] = seq_cap
+                    slots = cm.readahead_slots(t)
+                    streams.append(RankStream(tuple(path), cm.mount.rsize, seq_cap, slots))
         return streams
+
+    def sequential_read_rate_Bps(
+        self, transfer_B: float, readers: int, scm_fraction: float
+    ) -> float:
+        """Rate of one of ``readers`` sequential buffered readers (IOR ``-F``) of this system.
+
+        Each reader keeps its read-ahead window of ``rsize`` RPCs in flight;
+        an RPC of data still in SCM is served whole by one of the SCM drives
+        (its datasheet transfer time stretched by ``scm_read_efficiency``),
+        so with few drives the drives' queues set how close the readers get
+        to the SCM's bandwidth (:meth:`NfsClientModel.loaded_read_rate_Bps`).
+        Data on QLC is erasure-coded over a 40-drive stripe: its media time
+        is part of the fixed round trip (the network's max-min sharing still
+        caps the QLC drives and every port).
+        """
+        cm = self.client_model
+        rsize = float(cm.mount.rsize)
+        scale = 1.0 / self.model.tier.scm_read_efficiency
+        drive_s = scm_fraction * self.scm_spec.xfer_s("read", rsize) * scale
+        delay_s = self.rtt_s(rsize, "read", scm_fraction) - drive_s
+        return cm.loaded_read_rate_Bps(transfer_B, readers, delay_s, drive_s, len(self.scm))
 
     def ior_flow_started(self, phase: IorPhase, rank: int, label: str, flow: Flow) -> None:
         """Count a writing rank's bytes into its client cache (or the tier for O_DIRECT)."""
@@ -499,13 +532,17 @@ class VastSystem(BuiltSystem):
     def ior_request(
         self, phase: IorPhase, rank: int, stream: RankStream
     ) -> Generator[simpy.Event, Any, None]:
-        """Request fidelity: one synchronous RPC of ``stream.op_size_B`` bytes (O_DIRECT/random).
+        """Request fidelity: one RPC of ``stream.op_size_B`` bytes (O_DIRECT, random or read-ahead).
 
         The RPC pays the fixed client + CNode time and the wire, then queues at
         a drive chosen by where the object's bytes live (an SCM drive, or a
         QLC drive by its share of the object's stripes, plus the QLC read
         overhead); a write queues at ``scm_copies`` SCM drives at once.
-        Buffered writes (the page cache) exist in flow fidelity only.
+        A sequential buffered read also passes the rank's copy stage (one
+        server per rank: the process copying the pages out) before its
+        read-ahead slot is reused.  Buffered writes (the page cache) exist in
+        flow fidelity only; an acknowledged O_DIRECT write commits its bytes
+        to the SCM buffer.
         """
         if phase.operation == "write" and not phase.direct_io:
             raise ValueError(
@@ -515,11 +552,12 @@ class VastSystem(BuiltSystem):
         env = self.sim.env
         size = stream.op_size_B
         rng = self.sim.rng(f"{self.model.name}.requests")
-        fixed = (
-            self.model.client.mount.syscall_overhead
-            + self.model.cnode.op_latency
-            + self.wire_s(size)
+        buffered_read = (
+            phase.operation == "read" and phase.access != "random" and not phase.direct_io
         )
+        # A buffered reader's calls are paid in its copy stage, not per RPC.
+        syscall = 0.0 if buffered_read else self.model.client.mount.syscall_overhead
+        fixed = syscall + self.model.cnode.op_latency + self.wire_s(size)
         yield env.timeout(fixed)
         queues = self._drive_queues()
         if phase.operation == "write":
@@ -531,6 +569,8 @@ class VastSystem(BuiltSystem):
                 for i in picks
             ]
             yield env.all_of(visits)
+            # Acknowledged: the bytes are committed to the SCM buffer (a later read sees them).
+            self.tier.buffer.add_bytes(self._cur_objs[rank], size)
             return
         f_scm, qlc_cdf = self._cur_read[rank]
         if rng.random() < f_scm or qlc_cdf is None:
@@ -547,6 +587,14 @@ class VastSystem(BuiltSystem):
                 size,
                 extra_delay_s=self.model.dnode.qlc_read_overhead,
             )
+        if buffered_read:
+            # The read-ahead slot is free again once the process has copied the pages out.
+            copy = self._copy_queues.get(rank)
+            if copy is None:
+                copy = self._copy_queues[rank] = FifoQueue(
+                    env, f"{self.model.name}.rank{rank}.copy", 1
+                )
+            yield copy.visit(size / self.client_model.copy_rate_Bps(phase.transfer_size))
 
     def _read_picks(self, obj: str) -> tuple[float, FloatArray | None]:
         """Fraction of ``obj`` in SCM and the cumulative QLC-drive weights of its reads.
@@ -604,7 +652,10 @@ class VastSystem(BuiltSystem):
     def run_phase(self, phase: Any) -> PhaseResult:
         """Run an ``ior`` or ``vast-grid`` phase."""
         if isinstance(phase, VastGridPhase | VastIopsGridPhase | VastSizeSweepPhase):
-            return run_study_phase(self.model, phase, self.sim.seed)
+            return run_study_phase(self.model, phase, self.sim.seed, self.fidelity)
+        if _buffered_write(phase) and (phase.fidelity or self.fidelity) == "request":
+            # The page cache exists in flow fidelity only: this phase runs (and says it ran) there.
+            phase = phase.model_copy(update={"fidelity": "flow"})
         result = self.ior.run(phase)
         if isinstance(phase, VastIorPhase) and phase.delete_after:
             dataset = self._dataset(phase)
@@ -632,6 +683,11 @@ class VastSystem(BuiltSystem):
         tier.forget("prefill#0/0")
 
 
+def _buffered_write(phase: Any) -> bool:
+    """Whether ``phase`` is an IOR write through the client page cache."""
+    return isinstance(phase, IorPhase) and phase.operation == "write" and not phase.direct_io
+
+
 def _ssd(spec: Any, key: str) -> SsdSpec:
     if not isinstance(spec, SsdSpec):
         raise ValueError(f"{key}: a VAST drive must be an SSD (kind = 'ssd')")
@@ -654,6 +710,34 @@ class VastKind(SystemKind):
         if model.tier.ec_data + model.tier.ec_parity > n_qlc:
             raise ValueError(
                 f"tier.ec_data: ec_data + ec_parity must not exceed the {n_qlc} QLC drives"
+            )
+
+    def check_phase(self, model: VastModel, phase: Any) -> None:
+        """Client nodes within ``client.count``; ranks within :func:`check_size` (h1, issue 11)."""
+        nodes, per_node = getattr(phase, "nodes", None), getattr(phase, "ranks_per_node", 1)
+        most = max(nodes, default=0) if isinstance(nodes, list) else nodes
+        if isinstance(most, int) and most > model.client.count:
+            raise ValueError(
+                f"nodes: {most} client nodes; the model has {model.client.count} (client.count)"
+            )
+        ppn = max(per_node, default=1) if isinstance(per_node, list) else per_node
+        if isinstance(most, int) and isinstance(ppn, int):
+            check_size("ranks_per_node", most * ppn, 16, f"nodes x ranks_per_node = {most} x {ppn}")
+        if isinstance(phase, IorPhase):
+            if phase.layout != FileLayout():
+                warn(
+                    f"phase {phase.name!r}: layout (Lustre striping) is not modelled on a vast "
+                    "system: NFS files are spread over the DNodes by the servers, not the client"
+                )
+            if not phase.drop_caches:
+                warn(
+                    f"phase {phase.name!r}: drop_caches = false is not modelled: the client "
+                    "page cache holds only write-back data, so reads always go to the servers"
+                )
+        if _buffered_write(phase) and getattr(phase, "fidelity", None) == "request":
+            raise ValueError(
+                "fidelity: buffered writes run in flow fidelity only on a vast system (the client "
+                "page cache is a flow-fidelity buffer); expected 'flow', or direct_io = true"
             )
 
     def describe(self, model: VastModel) -> Description:

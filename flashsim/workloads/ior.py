@@ -71,7 +71,7 @@ from pydantic import Field, model_validator
 
 from flashsim.config import Bytes, NonNegativeSeconds, StrictModel
 from flashsim.engine.closedloop import Request, run_closed_loop
-from flashsim.engine.flows import Flow, Resource
+from flashsim.engine.flows import Flow, Resource, Segment
 from flashsim.engine.runlength import RunLengthControl
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
@@ -220,9 +220,10 @@ class RankStream:
 
     Attributes
     ----------
-    path : tuple of (Resource, float)
-        Flow fidelity: resources crossed and bytes (or, for operation-rate
-        resources, operation weights) consumed there per user byte.
+    path : tuple of (Resource or Segment, float)
+        Flow fidelity: resources and shared segments (a stripe set) crossed,
+        and bytes (or, for operation-rate resources, operation weights)
+        consumed there per user byte.
     op_size_B : float
         Bytes per server operation (an RPC, or a page for small random I/O).
     rate_cap_Bps : float or None
@@ -234,7 +235,7 @@ class RankStream:
         (0 for reads and O_DIRECT).
     """
 
-    path: tuple[tuple[Resource, float], ...]
+    path: tuple[tuple[Resource | Segment, float], ...]
     op_size_B: float
     rate_cap_Bps: float | None = None
     concurrency: int = 1
@@ -628,4 +629,5 @@ class IorRunner:
             bytes_B=float(sum(r.bytes_B for r in reps)),
             ci_rel_halfwidth=max(cis) if cis else None,
             extra=extra,
+            fidelity=fidelity,
         )
