@@ -121,8 +121,10 @@ def check_phase(model: LustreModel, phase: Any) -> None:
     Indices (``ost``, ``sink``, ``layout.first_target``) must name targets or
     servers that exist, a layout cannot stripe over more OSTs than the system
     has, and the run's size is estimated up front (:func:`check_size`): an IOR
-    phase creates ``ranks`` flows of ``client ports + stripes x (server ports
-    + CPU + RAID + drives x 4 + fabric + OSC)`` path entries.
+    phase creates ``ranks`` flows of ``client ports + (server ports + CPU + RAID
+    + drives x 4 + fabric + OSC)`` path entries on one stripe; wider stripe sets
+    are stored once each (and each client's OSCs for them once more), so a rank
+    adds two entries.
     """
     n_osts = model.oss.count * model.oss.targets_per_server
     workload = getattr(phase, "workload", "")
@@ -168,13 +170,26 @@ def check_phase(model: LustreModel, phase: Any) -> None:
                 f"layout.first_target: OST {layout.first_target} does not exist; the system "
                 f"has {n_osts} (0..{n_osts - 1})"
             )
-        per_rank = model.client.nic.ports + stripes * _resources_per_target(model)
+        per_target = _resources_per_target(model)
+        if stripes == 1:
+            per_rank = model.client.nic.ports + per_target
+            how = "each over 1 stripe"
+        else:
+            # A stripe set is stored once as a shared flow segment, and each client's
+            # OSCs for it once more; a rank's own path is its ports plus the two.
+            if layout.first_target is not None or not phase.file_per_process:
+                sets = 1
+            else:  # file i starts at (i x stripes) mod n_osts
+                sets = min(phase.ranks, n_osts // math.gcd(stripes, n_osts))
+            shared = sets * stripes * per_target
+            shared += phase.nodes * min(phase.ranks_per_node, sets) * stripes
+            per_rank = model.client.nic.ports + 2 + -(-shared // max(phase.ranks, 1))
+            how = f"each over {stripes} stripes (at most {sets:,} stripe sets, stored once)"
         check_size(
             "nodes",
             phase.ranks,
             per_rank,
-            f"nodes x ranks_per_node = {phase.nodes:,} x {phase.ranks_per_node:,} ranks, "
-            f"each over {stripes} stripe(s)",
+            f"nodes x ranks_per_node = {phase.nodes:,} x {phase.ranks_per_node:,} ranks, {how}",
         )
         if layout.stripe_size is not None and layout.stripe_size != LUSTRE_STRIPE_B:
             warn(
