@@ -293,6 +293,7 @@ def test_vast_warns_about_lustre_layout_and_drop_caches() -> None:
     assert any("layout (Lustre striping) is not modelled" in w for w in warnings)
     assert any("drop_caches = false is not modelled" in w for w in warnings)
 
+
 def test_obdfilter_objects_warns() -> None:
     result = cli(
         "run", f"{PERL}/obdfilter-survey.toml", "--set", "phases.0.objects=4", "--max-wall", "0.01"
@@ -483,3 +484,15 @@ def test_overprovisioning_warns_until_aging_is_modelled(tmp_path: Path) -> None:
         "warning: mds.drive.overprovisioning = 0.28 is not modelled yet (SSD aging is future "
         "work); it changes no result",
     ], result.stderr
+
+
+def test_wide_stripes_are_not_refused_as_ranks_times_stripes(tmp_path: Path) -> None:
+    """200,000 ranks on 274-wide stripes: stripe sets are stored once, so the run fits."""
+    path = tmp_path / "wide.toml"
+    path.write_text(
+        f'name = "wide"\nsystem = "{Path("models/systems/perlmutter.toml").resolve().as_posix()}"\n'
+        '[[phases]]\nname = "w"\nworkload = "ior"\noperation = "write"\nnodes = 1000\n'
+        "ranks_per_node = 200\nlayout = { stripe_count = 274 }\n"
+    )
+    result = cli("run", str(path), "--max-wall", "0.01")
+    assert result.exit_code == 4, result.output  # started, then stopped by --max-wall
