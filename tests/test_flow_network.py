@@ -298,26 +298,33 @@ def run_shared(caps, flows, changes, check_rates: bool):
         yield flow.done
         ends[i] = flow.end_s
 
+    for i, f in enumerate(flows):
+        env.process(starter(i, *f))
+    watch_changes_and_rates(env, net, res, changes, ends, mismatches if check_rates else None)
+    env.run()
+    return net, ends, mismatches
+
+
+def watch_changes_and_rates(env, net, res, changes, ends, mismatches, interval_s=0.29) -> None:
+    """Apply the capacity ``changes``; if ``mismatches`` is a list, compare the rates with a
+    full solve every ``interval_s`` until every flow has ended, recording the times they differ."""
+
     def changer(t, r, c):
         yield env.timeout(t)
         net.set_capacity(res[r], capacity_Bps=c)
 
     def checker():
         while any(np.isnan(ends)):
-            yield env.timeout(0.29)
+            yield env.timeout(interval_s)
             if net.active_flows:
                 incremental = net.snapshot()["rates_Bps"]
                 if not np.allclose(incremental, full_solution(net), rtol=1e-7, atol=1e-9):
                     mismatches.append(env.now)
 
-    for i, f in enumerate(flows):
-        env.process(starter(i, *f))
     for ch in changes:
         env.process(changer(*ch))
-    if check_rates:
+    if mismatches is not None:
         env.process(checker())
-    env.run()
-    return net, ends, mismatches
 
 
 @settings(max_examples=80, deadline=None)
@@ -410,7 +417,6 @@ def run_segments(script, expand: bool):
         net.add_segment(f"s{g}", [(res[r], w) for r, w in seg]) for g, seg in enumerate(segments)
     ]
     ends = [np.nan] * len(flows)
-    moved = []
 
     def path_of(path):
         out = []
@@ -430,25 +436,12 @@ def run_segments(script, expand: bool):
         yield flow.done
         ends[i] = flow.end_s
 
-    def changer(t, r, c):
-        yield env.timeout(t)
-        net.set_capacity(res[r], capacity_Bps=c)
-
-    def checker():
-        while any(np.isnan(ends)):
-            yield env.timeout(0.31)
-            if net.active_flows:
-                incremental = net.snapshot()["rates_Bps"]
-                if not np.allclose(incremental, full_solution(net), rtol=1e-7, atol=1e-9):
-                    moved.append(("mismatch", env.now))
-
     for i, f in enumerate(flows):
         env.process(starter(i, *f))
-    for ch in changes:
-        env.process(changer(*ch))
-    env.process(checker())
+    mismatches: list[float] = []
+    watch_changes_and_rates(env, net, res, changes, ends, mismatches, interval_s=0.31)
     env.run()
-    return ends, [net.bytes_moved(r) for r in res], moved
+    return ends, [net.bytes_moved(r) for r in res], mismatches
 
 
 @settings(max_examples=80, deadline=None)
