@@ -15,8 +15,6 @@ Writes ``docs/scaling.md`` (tables and the fitted exponent ``b`` of
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -26,17 +24,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
+from benchmarks.run import child
+
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 FABRIC_N = (1_000, 3_000, 10_000, 30_000, 100_000)
 FPP_NODES = (16, 64, 256, 1_024, 4_096)  # 64 ranks per node
-
-
-def _child(module: str, *args: str) -> dict[str, float]:
-    out = subprocess.run(
-        [sys.executable, "-m", module, *args], capture_output=True, text=True, check=True
-    )
-    record: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
-    return record
 
 
 def _exponent(x: list[float], y: list[float]) -> float:
@@ -46,8 +38,8 @@ def _exponent(x: list[float], y: list[float]) -> float:
 
 
 def main() -> int:
-    fabric = [_child("benchmarks.fabric", str(n), "a") for n in FABRIC_N]
-    system = [_child("benchmarks.full_system", str(nodes)) for nodes in FPP_NODES]
+    fabric = [child("benchmarks.fabric", str(n), "a") for n in FABRIC_N]
+    system = [child("benchmarks.full_system", str(nodes)) for nodes in FPP_NODES]
     fpp_ranks = [64 * nodes for nodes in FPP_NODES]
     lines = [
         "# Scaling of the flow engine",

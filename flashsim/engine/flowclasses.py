@@ -87,7 +87,6 @@ class FlowClass:
         "sat",
         "segcnt",
         "segw",
-        "size",
         "t_s",
         "tags",
         "thr",
@@ -115,7 +114,6 @@ class FlowClass:
         self.members: set[int] = set()
         self.segw: dict[int, float] = {}
         self.segcnt: dict[int, int] = {}
-        self.size = 0
         self.ver = 0
 
     def advance(self, now_s: float) -> None:
@@ -123,6 +121,10 @@ class FlowClass:
         if now_s > self.t_s:
             self.vtime += self.mu * (now_s - self.t_s)
             self.t_s = now_s
+
+    def vtime_at(self, now_s: float) -> float:
+        """The virtual clock at ``now_s`` (>= the last update), at the current level."""
+        return self.vtime + self.mu * (now_s - self.t_s)
 
     def set_level(self, mu: float, now_s: float) -> None:
         """Change the level from ``now_s`` on (the clock is advanced first)."""
@@ -281,13 +283,13 @@ class ClassLayer(FlowState):
         total = 0.0
         for cid in self._con_cls[k]:
             c = self._classes[cid]
-            total += c.w[k] * (c.vtime + c.mu * (now - c.t_s))
+            total += c.w[k] * c.vtime_at(now)
         total -= float(self._con_z[k])
         for g in self._con_segs[k]:
             seg_bytes = -self._seg_z[g]
             for cid in self._seg_cls[g]:
                 c = self._classes[cid]
-                seg_bytes += c.segw[g] * (c.vtime + c.mu * (now - c.t_s))
+                seg_bytes += c.segw[g] * c.vtime_at(now)
             total += self._seg_coef_of[g][k] * seg_bytes
         return total
 
@@ -392,7 +394,6 @@ class ClassLayer(FlowState):
                 c.sat.update(k for k in self._seg_bott[g] if k != c.con)
             self._seg_z[g] += dw * vtime
             self._touched_segs.add(g)
-        c.size += 1
         c.members.add(slot)
         self._moved.add(slot)
         self._mark_dirty(c)
@@ -443,11 +444,10 @@ class ClassLayer(FlowState):
             self._touched_segs.add(g)
         self._gen[slot] += 1
         self._cls[slot] = -1
-        c.size -= 1
         c.members.discard(slot)
         self._moved.add(slot)
         self._mark_dirty(c)
-        if c.size == 0:
+        if not c.members:
             self._drop_class(c)
         return max(remaining, 0.0)
 
@@ -727,13 +727,16 @@ class ClassLayer(FlowState):
             self._factored(moved).add_to(raised, delta)
         self._reclassify(reach_slots, reach_cons, np.flatnonzero(raised > 0))
 
-    def _bottleneck_choice(self, slots: IntArray, prefer_classed: bool) -> tuple[IntArray, Any]:
+    def _bottleneck_choice(
+        self, slots: IntArray, prefer_classed: bool
+    ) -> tuple[IntArray, BoolArray]:
         """Each flow's bottleneck from the flow-level solution, and whether it is at its cap.
 
         A candidate is a saturated constraint the flow crosses on which its
-        level is the highest; the first by constraint index is chosen
-        (preferring one that already has a class when ``prefer_classed``).  The
-        chosen constraint is 0 for a flow at its cap with no candidate.
+        level is the highest; the first in path order is chosen (preferring
+        one that already has a class when ``prefer_classed``), own entries
+        before segments.  The chosen constraint is 0 for a flow at its cap with
+        no candidate.
         """
         level = self._level[slots]
         at_cap = level >= self._level_cap[slots] * (1.0 - LEVEL_RTOL)
@@ -840,7 +843,8 @@ class ClassLayer(FlowState):
                     else self._new_class(b, np.inf, float(self._con_max_level[b]))
                 )
             self._join(i, c, remaining)
-        # Every constraint whose load the repair changed gets its thresholds re-derived.
+        # Constraints whose movers changed, or whose load the repair raised, get their
+        # thresholds re-derived.
         for k in self._touched.union(reloaded.tolist()):
             self._refresh_constraint(k)
 
@@ -849,7 +853,7 @@ class ClassLayer(FlowState):
         now = self.env.now
         vt = np.zeros(max(self._next_cid, 1))
         for cid, c in self._classes.items():
-            vt[cid] = c.vtime + c.mu * (now - c.t_s)
+            vt[cid] = c.vtime_at(now)
         return vt
 
     def _rebuild_classes(self) -> None:
@@ -968,7 +972,6 @@ class ClassLayer(FlowState):
             if c.con:
                 c.caps = cap_rows[lo:hi]
             c.members = set(slots_sorted[lo:hi])
-            c.size = hi - lo
         # Per (class, own constraint) weights and member counts.
         mask = pc > 0
         pair = (np.broadcast_to(cid_of[:, None], pc.shape)[mask] * n + pc[mask]).astype(np.int64)

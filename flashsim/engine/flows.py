@@ -4,7 +4,7 @@ A :class:`FlowNetwork` holds resources (capacities in bytes/s and/or ops/s),
 shared path segments, and flows (a size, a path of ``(resource, weight)`` and
 ``(segment, weight)`` pairs, an optional rate cap, an operation size and a share
 priority).  Rates are the weighted max-min
-fair allocation (:func:`flashsim.engine.maxmin.solve_maxmin`), re-solved when
+fair allocation (:mod:`flashsim.engine.maxmin`), re-solved when
 a flow starts or ends or a capacity changes.  Each flow's completion is a SimPy
 event.
 
@@ -426,8 +426,7 @@ class FlowNetwork(ClassLayer):
         cid = int(self._cls[slot])
         if cid < 0:
             return spec[4]
-        c = self._classes[cid]
-        vtime = c.vtime + c.mu * (self.env.now - c.t_s)
+        vtime = self._classes[cid].vtime_at(self.env.now)
         return max(spec[2] * (self._tag[slot] - vtime), 0.0)
 
     def _schedule_solve(self) -> None:

@@ -4,7 +4,7 @@
 coefficients, the shared *segments* it uses, priority, level cap, level) and one
 entry per constraint (capacity, load, highest level crossing it, saturation),
 and re-solves them
-exactly: a full solve (:func:`flashsim.engine.maxmin.solve_maxmin`) or an
+exactly: a full solve (:func:`flashsim.engine.maxmin.solve_maxmin_factored`) or an
 incremental *repair*.  After a change, a set ``S`` of flows is re-solved on the
 capacity the other flows leave; then every flow touching a constraint whose
 state may have changed is checked against the max-min optimality condition (at
@@ -77,45 +77,44 @@ class Factored:
         """Every constraint crossed (sorted, unique)."""
         return np.unique(np.concatenate([self.own_con, self.seg_con]))
 
+    def _scatter(
+        self,
+        ufunc: Any,
+        out: FloatArray,
+        own_v: FloatArray,
+        seg_v: FloatArray,
+        mark: BoolArray | None,
+    ) -> None:
+        """``ufunc.at`` of each own entry's and segment entry's value onto its constraint."""
+        for con, values in ((self.own_con, own_v), (self.seg_con, seg_v)):
+            if mark is not None:
+                keep = mark[con]
+                con, values = con[keep], values[keep]
+            ufunc.at(out, con, values)
+
+    def _over_users(self, ufunc: Any, identity: float, per_use: FloatArray) -> FloatArray:
+        """Per used segment, ``ufunc`` over its uses of ``per_use``, spread to its entries."""
+        per_seg = np.full(self.n_segs, identity)
+        ufunc.at(per_seg, self.use_seg, per_use)
+        return per_seg[self.seg_of_entry]
+
     def add_to(self, out: FloatArray, per_flow: FloatArray, mark: BoolArray | None = None) -> None:
         """``out[k] += sum_f a_fk * per_flow[f]`` (only for marked ``k`` if given)."""
-        own_w = self.own_coef * per_flow[self.own_owner]
-        seg_total = np.bincount(
-            self.use_seg, weights=self.use_coef * per_flow[self.use_owner], minlength=self.n_segs
-        )
-        seg_w = self.seg_coef * seg_total[self.seg_of_entry]
-        if mark is None:
-            np.add.at(out, self.own_con, own_w)
-            np.add.at(out, self.seg_con, seg_w)
-        else:
-            keep = mark[self.own_con]
-            np.add.at(out, self.own_con[keep], own_w[keep])
-            keep = mark[self.seg_con]
-            np.add.at(out, self.seg_con[keep], seg_w[keep])
+        total = self._over_users(np.add, 0.0, self.use_coef * per_flow[self.use_owner])
+        own_v = self.own_coef * per_flow[self.own_owner]
+        self._scatter(np.add, out, own_v, self.seg_coef * total, mark)
 
     def max_into(
         self, out: FloatArray, per_flow: FloatArray, mark: BoolArray | None = None
     ) -> None:
         """``out[k] = max(out[k], per_flow[f])`` over the flows crossing ``k``."""
-        seg_max = np.full(self.n_segs, -np.inf)
-        np.maximum.at(seg_max, self.use_seg, per_flow[self.use_owner])
-        own_v = per_flow[self.own_owner]
-        seg_v = seg_max[self.seg_of_entry]
-        if mark is None:
-            np.maximum.at(out, self.own_con, own_v)
-            np.maximum.at(out, self.seg_con, seg_v)
-        else:
-            keep = mark[self.own_con]
-            np.maximum.at(out, self.own_con[keep], own_v[keep])
-            keep = mark[self.seg_con]
-            np.maximum.at(out, self.seg_con[keep], seg_v[keep])
+        seg_v = self._over_users(np.maximum, -np.inf, per_flow[self.use_owner])
+        self._scatter(np.maximum, out, per_flow[self.own_owner], seg_v, mark)
 
     def min_into(self, out: FloatArray, per_flow: FloatArray) -> None:
         """``out[k] = min(out[k], per_flow[f])`` over the flows crossing ``k``."""
-        seg_min = np.full(self.n_segs, np.inf)
-        np.minimum.at(seg_min, self.use_seg, per_flow[self.use_owner])
-        np.minimum.at(out, self.own_con, per_flow[self.own_owner])
-        np.minimum.at(out, self.seg_con, seg_min[self.seg_of_entry])
+        seg_v = self._over_users(np.minimum, np.inf, per_flow[self.use_owner])
+        self._scatter(np.minimum, out, per_flow[self.own_owner], seg_v, None)
 
     def seg_reduce(self, per_con: FloatArray, how: Any) -> FloatArray:
         """Per used segment, ``how.reduceat`` of ``per_con`` over its constraints."""
@@ -167,7 +166,7 @@ class FlowState:
         self._level_cap = np.zeros(0)
         self._level = np.zeros(0)
         self._active = np.zeros(0, dtype=bool)
-        self._has_seg = np.zeros(0, dtype=bool)
+        self._has_seg = np.zeros(0, dtype=bool)  # bool(_segs[slot]), for vector code
         self._segs: list[tuple[tuple[int, float], ...]] = []  # (segment, weight) per slot
         self._flows: list[Any] = []
         self._free_slots: list[int] = []
@@ -361,7 +360,7 @@ class FlowState:
         residual = np.maximum(self._con_cap[used] - (self._con_load[used] - own[used]), 0.0)
         self._level[slots] = self._solve_factored(f, residual, slots, used)
 
-    def _seg_users(self, cons: IntArray) -> list[int]:
+    def _segments_containing(self, cons: IntArray) -> list[int]:
         """Segments that contain any of ``cons``."""
         found: set[int] = set()
         for k in cons.tolist():
@@ -382,7 +381,7 @@ class FlowState:
             parts.append(self._index_slots[offsets + np.arange(total)])
         if self._index_recent:
             parts.append(np.array(self._index_recent, dtype=np.int64))
-        for g in self._seg_users(cons):
+        for g in self._segments_containing(cons):
             if self._seg_slots[g]:
                 parts.append(np.fromiter(self._seg_slots[g], dtype=np.int64))
         candidates = np.unique(np.concatenate(parts))

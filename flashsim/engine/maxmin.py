@@ -14,6 +14,9 @@ flows freeze, so a local minimum's level is final; the result is identical to
 the sequential algorithm while the number of rounds is the length of the
 longest chain of decreasing levels, not the number of distinct levels.
 Each round is a handful of NumPy passes over the still-active entries.
+
+:func:`solve_maxmin_factored` solves flows that share *segments* (sub-paths
+stored once) without expanding them; :func:`solve_maxmin` is its flat form.
 """
 
 from __future__ import annotations
@@ -35,15 +38,15 @@ def solve_maxmin(
     capacity: FloatArray,
     level_cap: FloatArray,
     priority: FloatArray,
-    con_order: IntArray | None = None,
 ) -> FloatArray:
     """Return the weighted max-min fair level of every flow.
+
+    The flat form of :func:`solve_maxmin_factored` (no shared segments).
 
     Parameters
     ----------
     entry_flow : ndarray of int, shape (E,)
-        Local flow index ``0..F-1`` of each (flow, constraint) entry, sorted
-        ascending (entries grouped by flow).
+        Local flow index ``0..F-1`` of each (flow, constraint) entry.
     entry_con : ndarray of int, shape (E,)
         Constraint index ``0..C-1`` of each entry.
     entry_coef : ndarray of float, shape (E,)
@@ -56,8 +59,6 @@ def solve_maxmin(
         Cap on each flow's level ``rate / priority``; ``inf`` for none.
     priority : ndarray of float, shape (F,)
         Share weight of each flow (> 0); rate = priority * level.
-    con_order : ndarray of int, shape (E,), optional
-        ``argsort(entry_con, kind="stable")`` if the caller already has it.
 
     Returns
     -------
@@ -65,73 +66,21 @@ def solve_maxmin(
         The level of each flow; its rate is ``priority * level``.  A flow with
         no entries and no cap gets ``inf``.
     """
-    n_flows = level_cap.shape[0]
-    n_cons = capacity.shape[0]
-    level = np.full(n_flows, np.inf)
-    if n_flows == 0:
-        return level
-    residual = capacity.astype(np.float64, copy=True)
-
-    flows_with_entries = np.zeros(n_flows, dtype=bool)
-    flows_with_entries[entry_flow] = True
-    # Flows constrained only by their cap are decided at once.
-    cap_only = ~flows_with_entries
-    level[cap_only] = level_cap[cap_only]
-
-    ef = entry_flow
-    ec = entry_con
-    ew = entry_coef * priority[entry_flow]
-    # Entries ordered by constraint, sorted once and kept valid through compaction.
-    if con_order is None:
-        con_order = np.argsort(ec, kind="stable")
-    while ef.size:
-        # Segment starts of the flow-sorted entries.
-        flow_change = np.empty(ef.size, dtype=bool)
-        flow_change[0] = True
-        np.not_equal(ef[1:], ef[:-1], out=flow_change[1:])
-        flow_starts = np.flatnonzero(flow_change)
-        flows = ef[flow_starts]
-        seg_len = np.diff(np.append(flow_starts, ef.size))
-
-        weight_sum = np.bincount(ec, weights=ew, minlength=n_cons)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            fill = np.where(weight_sum > 0, np.maximum(residual, 0.0) / weight_sum, np.inf)
-        entry_fill = fill[ec]
-        flow_min = np.minimum.reduceat(entry_fill, flow_starts)
-        flow_min = np.minimum(flow_min, level_cap[flows])
-
-        # Minimum over the flows of each constraint of their own minimum.
-        entry_min = np.repeat(flow_min, seg_len)
-        ec_sorted = ec[con_order]
-        con_change = np.empty(ec.size, dtype=bool)
-        con_change[0] = True
-        np.not_equal(ec_sorted[1:], ec_sorted[:-1], out=con_change[1:])
-        con_starts = np.flatnonzero(con_change)
-        cons = ec_sorted[con_starts]
-        con_min = np.minimum.reduceat(entry_min[con_order], con_starts)
-        freezable = np.zeros(n_cons, dtype=bool)
-        freezable[cons] = fill[cons] <= con_min * (1.0 + LEVEL_RTOL)
-
-        entry_freeze = freezable[ec]
-        flow_freeze = np.logical_or.reduceat(entry_freeze, flow_starts)
-        flow_freeze |= level_cap[flows] <= flow_min * (1.0 + LEVEL_RTOL)
-        if not flow_freeze.any():  # pragma: no cover - impossible by construction
-            flow_freeze[np.argmin(flow_min)] = True
-
-        frozen_flows = flows[flow_freeze]
-        level[frozen_flows] = flow_min[flow_freeze]
-        entry_frozen = np.repeat(flow_freeze, seg_len)
-        consumed = ew[entry_frozen] * level[ef[entry_frozen]]
-        residual -= np.bincount(
-            ec[entry_frozen],
-            weights=np.where(np.isfinite(consumed), consumed, 0.0),
-            minlength=n_cons,
-        )
-        keep = ~entry_frozen
-        ef, ec, ew = ef[keep], ec[keep], ew[keep]
-        new_index = np.cumsum(keep) - 1
-        con_order = new_index[con_order[keep[con_order]]]
-    return level
+    no_int = np.zeros(0, dtype=np.int64)
+    return solve_maxmin_factored(
+        entry_flow,
+        entry_con,
+        entry_coef,
+        no_int,
+        no_int,
+        np.zeros(0),
+        no_int,
+        np.zeros(0),
+        np.zeros(1, dtype=np.int64),
+        capacity,
+        level_cap,
+        priority,
+    )
 
 
 def solve_maxmin_factored(
@@ -157,7 +106,7 @@ def solve_maxmin_factored(
     on ``k`` is ``sum_f d_fk phi_f + sum_g s_gk U_g`` with ``U_g`` the summed
     ``u * phi`` of ``g``'s active users.  Each round therefore costs O(own
     entries + uses + segment entries), not O(flows x segment size), and the
-    result equals :func:`solve_maxmin` on the expanded entries.
+    result equals the flat solve (:func:`solve_maxmin`) of the expanded entries.
 
     Parameters
     ----------

@@ -670,9 +670,7 @@ class Lustre(BuiltSystem):
                 stripes[targets] = self._stripe_path(targets, op_key, costs)
             server_side, latency = stripes[targets]
             if (node_index, targets) not in oscs:
-                oscs[node_index, targets] = self._osc_path(
-                    node, targets, slots * op_B, costs, slots
-                )
+                oscs[node_index, targets] = self._osc_path(node, targets, slots, op_B, costs)
             path: list[tuple[Resource | Segment, float]] = [
                 (res, 1.0 / cnic.ports) for res in node.nic[c_dir]
             ]
@@ -738,20 +736,21 @@ class Lustre(BuiltSystem):
         self,
         node: ClientNode,
         targets: tuple[int, ...],
-        window_B: float,
+        rpc_slots: int,
+        op_B: float,
         costs: dict[int, OpCost],
-        slots: int,
     ) -> list[tuple[Resource | Segment, float]]:
-        """The client's OSC windows (RPCs in flight x size / round trip) for ``targets``."""
+        """The client's OSC windows for ``targets``: ``rpc_slots`` operations of
+        ``op_B`` bytes in flight per round trip (s) of each target's cost."""
         share = 1.0 / len(targets)
         for tgt in targets:
-            window = window_B / costs[tgt].latency_s
+            window = rpc_slots * op_B / costs[tgt].latency_s
             if tgt not in node.osc:
                 node.osc[tgt] = self.sim.flows.add_resource(f"{node.name}.osc{tgt}", window)
             else:
                 self.sim.flows.set_capacity(node.osc[tgt], capacity_Bps=window)
             if tgt not in node.slots:
-                node.slots[tgt] = simpy.Resource(self.sim.env, capacity=slots)
+                node.slots[tgt] = simpy.Resource(self.sim.env, capacity=rpc_slots)
         entries = [(node.osc[tgt], share) for tgt in targets]
         if len(targets) == 1 or not self.share_stripe_sets:
             return list(entries)

@@ -183,7 +183,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
                 sets = min(phase.ranks, n_osts // math.gcd(stripes, n_osts))
             shared = sets * stripes * per_target
             shared += phase.nodes * min(phase.ranks_per_node, sets) * stripes
-            per_rank = model.client.nic.ports + 2 + -(-shared // max(phase.ranks, 1))
+            per_rank = model.client.nic.ports + 2 + math.ceil(shared / max(phase.ranks, 1))
             how = f"each over {stripes} stripes (at most {sets:,} stripe sets, stored once)"
         check_size(
             "nodes",
