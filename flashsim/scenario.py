@@ -14,7 +14,7 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +29,7 @@ from flashsim.config import (
     validate,
 )
 from flashsim.engine.simulation import Simulation
+from flashsim.measure import bottlenecks
 from flashsim.measure.results import PhaseResult, RunResult
 from flashsim.systems import SYSTEM_KINDS, system_kind
 from flashsim.systems.base import Fidelity, SystemKind, check_work
@@ -40,6 +41,14 @@ class ScenarioFile(StrictModel):
     name: str = Field(description="Scenario name, for reports.")
     description: str = Field("", description="Free text, for reports.")
     system: str = Field(description="Path of the model file, relative to this scenario file.")
+    system_set: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description=(
+            "Model-file keys this scenario changes, as dotted keys (the same as "
+            '`--set system.<key>=...`), e.g. `{ "client.placement.policy" = "spread" }`; '
+            "`--set system.<key>` on the command line wins."
+        ),
+    )
     seed: Annotated[int, Field(ge=0)] = Field(
         0, description="Seed of every random stream; the same seed gives identical results."
     )
@@ -102,6 +111,13 @@ def load_system_model(path: str | Path, overrides: Mapping[str, str] = {}) -> Lo
     return LoadedModel(p, kind, model)
 
 
+def _as_literal(value: str | float | bool) -> str:
+    """A ``system_set`` value as the ``--set`` text that means the same."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def _resolve(data: Mapping[str, Any], key: str) -> object:
     node: Any = data
     for part in key.split("."):
@@ -124,7 +140,9 @@ def load_scenario(path: str | Path, overrides: Mapping[str, str] = {}) -> Loaded
     system_path = (p.parent / spec.system).resolve()
     if not system_path.exists():
         raise ConfigError(str(p), "system", spec.system, f"model file {system_path} not found")
-    system = load_system_model(system_path, model_over)
+    model_set = {k: _as_literal(v) for k, v in spec.system_set.items()}
+    model_set.update(model_over)
+    system = load_system_model(system_path, model_set)
     phases = [
         validate(system.kind.phase_type, raw, p, key_prefix=f"phases.{i}")
         for i, raw in enumerate(spec.phases)
@@ -296,6 +314,10 @@ def run_loaded(
 ) -> RunResult:
     """Run a loaded scenario and return its results.
 
+    Each phase's result carries the resources that limited it
+    (:func:`flashsim.measure.bottlenecks.phase_loads`): their mean utilisation
+    over the phase's simulated time, from the simulation's cumulative counters.
+
     Raises
     ------
     RunStopped
@@ -328,7 +350,10 @@ def run_loaded(
                 disable=not progress,
             ):
                 dog.check()
-                results.append(built.run_phase(phase))
+                start = bottlenecks.mark(sim)
+                measured = built.run_phase(phase)
+                limited_by, most = bottlenecks.phase_loads(sim, start)
+                results.append(replace(measured, bottlenecks=limited_by, most_utilized=most))
         except _LimitReached as exc:
             dog.stop()
             raise RunStopped(str(exc), result()) from None

@@ -213,9 +213,9 @@ def _run_point(
 
 
 def _version() -> str:
-    import flashsim
+    from importlib.metadata import version
 
-    return flashsim.__version__
+    return version("flashsim")
 
 
 def _validate_points(

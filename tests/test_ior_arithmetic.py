@@ -14,6 +14,7 @@ from flashsim.engine.simulation import Simulation
 from flashsim.workloads.ior import (
     IorPhase,
     IorRunner,
+    IorTargetDefaults,
     RankStream,
     ior_bandwidth,
     stonewall_bytes,
@@ -73,7 +74,7 @@ def test_reorder_tasks_shifts_by_whole_nodes() -> None:
     assert [p.node_of(r) for r in range(6)] == [0, 0, 1, 1, 2, 2]
 
 
-class ToySystem:
+class ToySystem(IorTargetDefaults):
     """Each rank writes through its own resource of a given rate (bytes/s)."""
 
     def __init__(self, rates: list[float], write_behind: float = 0.0) -> None:

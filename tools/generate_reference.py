@@ -361,6 +361,9 @@ def rows(model: type[BaseModel], prefix: str = "", seen: tuple[type, ...] = ()) 
             allowed = [*allowed, "see [Phases](#phases) of the model's kind"]
         elif len(info.models) == 1 and info.models[0] not in seen:
             nested = info.models
+        elif len(info.models) > 1:
+            # A tagged union (e.g. `fabric`, chosen by `topology`): every member's keys.
+            nested = [m for m in info.models if m not in seen]
         yield Row(
             key=key,
             meaning=meaning(model, name, field),

@@ -8,12 +8,17 @@ rate the NIC and the network stack (e.g. LNet) deliver in each direction.
 
 from __future__ import annotations
 
+import itertools
 from typing import Annotated, Literal
 
+import simpy
 from pydantic import Field
 
 from flashsim.components.pcie import PcieLink
 from flashsim.config import Bandwidth, NonNegativeSeconds, StrictModel, UnitFraction
+from flashsim.engine.flows import Resource
+from flashsim.engine.queues import FifoQueue
+from flashsim.engine.simulation import Simulation
 
 Direction = Literal["ingress", "egress"]
 
@@ -66,3 +71,47 @@ class NicSpec(StrictModel):
     def pcie_lanes(self) -> int:
         """Host PCIe lanes used by all adapters."""
         return self.ports * self.pcie.lanes if self.pcie is not None else 0
+
+
+class NicPorts:
+    """A node's NIC ports in both fidelities: a flow resource and a queue per port and direction.
+
+    Traffic is striped over the ports (multi-rail): a flow crosses every port
+    with weight ``share / ports``; a request takes one port, in turn.
+
+    Parameters
+    ----------
+    sim : Simulation
+        The simulation the ports live in.
+    name : str
+        Dotted name of the node (ports are ``{name}.nic{p}.{direction}``).
+    spec : NicSpec
+        The adapters.
+    """
+
+    def __init__(self, sim: Simulation, name: str, spec: NicSpec) -> None:
+        self.name = name
+        self.spec = spec
+        directions: tuple[Direction, Direction] = ("ingress", "egress")
+        self.flow: dict[Direction, list[Resource]] = {
+            d: [
+                sim.flows.add_resource(f"{name}.nic{p}.{d}", spec.port_Bps(d))
+                for p in range(spec.ports)
+            ]
+            for d in directions
+        }
+        self.queues: dict[Direction, list[FifoQueue]] = {
+            d: [FifoQueue(sim.env, f"{name}.nic{p}.{d}") for p in range(spec.ports)]
+            for d in directions
+        }
+        self._turn = itertools.count()
+
+    def path(self, direction: Direction, share: float = 1.0) -> list[tuple[Resource, float]]:
+        """Flow path of ``share`` of a transfer through the ports in ``direction``."""
+        return [(r, share / self.spec.ports) for r in self.flow[direction]]
+
+    def visit(self, direction: Direction, size_B: float) -> simpy.Event:
+        """Request fidelity: ``size_B`` bytes through the next port in ``direction``."""
+        ports = self.queues[direction]
+        queue = ports[next(self._turn) % len(ports)]
+        return queue.visit(size_B / self.spec.port_Bps(direction))

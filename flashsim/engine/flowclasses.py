@@ -293,6 +293,37 @@ class ClassLayer(FlowState):
             total += self._seg_coef_of[g][k] * seg_bytes
         return total
 
+    def _work_done(self) -> FloatArray:
+        """Work (units of each constraint) that has crossed every constraint so far.
+
+        The vectorised form of :meth:`_bytes` over all constraints: entry ``k``
+        equals ``_bytes(k)`` (index 0, the padding sentinel, is 0).  It costs
+        O(active flows x own path length + segment entries + classes).
+        """
+        n = self._n_cons
+        vt = self._class_clocks_now()
+        active = np.flatnonzero(self._active)
+        cls = self._cls[active]
+        slots = active[cls >= 0]
+        per_flow = self._priority[slots] * vt[cls[cls >= 0]]
+        pc = self._path_con[slots]
+        weights = (self._path_coef[slots] * per_flow[:, None]).ravel()
+        work: FloatArray = -self._con_z[:n]
+        work += np.bincount(pc.ravel(), weights=weights, minlength=n)[:n]
+        if self._seg_cls:
+            classes = self._classes
+            seg_work = np.array(
+                [
+                    sum(classes[c].segw[g] * vt[c] for c in users) - self._seg_z[g]
+                    for g, users in enumerate(self._seg_cls)
+                ]
+            )
+            seg_con, seg_coef, seg_start = self._segflat()
+            per_entry = seg_coef * np.repeat(seg_work, np.diff(seg_start))
+            work += np.bincount(seg_con, weights=per_entry, minlength=n)[:n]
+        work[0] = 0.0
+        return work
+
     def _crosses_by_segment(self, c: FlowClass, k: int) -> bool:
         return any(g in c.segw for g in self._con_segs[k])
 

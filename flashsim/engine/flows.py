@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import simpy
 
 from flashsim.engine.flowclasses import ClassLayer, FlowClass
@@ -54,13 +55,49 @@ class Resource:
         Bandwidth capacity in bytes/s; ``None`` for unlimited.
     capacity_ops : float or None
         Operation-rate capacity in operations/s; ``None`` for unlimited.
+    kind : str or None
+        Component type for reports (``"nic"``, ``"drive data"``); ``None`` to
+        let :func:`flashsim.measure.bottlenecks.infer_kind` infer it from the name.
     """
 
     name: str
     capacity_Bps: float | None
     capacity_ops: float | None
+    kind: str | None = None
     _con_bytes: int = field(default=0, repr=False)
     _con_ops: int = field(default=0, repr=False)
+
+
+@dataclass(frozen=True)
+class ResourceUsage:
+    """Cumulative work and capacity-time of every resource at one simulated time.
+
+    Column 0 is the bandwidth constraint (bytes), column 1 the operation-rate
+    constraint (operations, or busy seconds for a resource whose capacity is in
+    busy-seconds/s).  The mean utilisation of a constraint between two
+    snapshots is the difference of ``work`` over the difference of
+    ``capacity_time``; see :mod:`flashsim.measure.bottlenecks`.
+
+    Attributes
+    ----------
+    time_s : float
+        Simulated time of the snapshot (s).
+    resources : list of Resource
+        Every resource, in order of creation (rows of the arrays).
+    work : ndarray, shape (n, 2)
+        Work that has crossed each constraint so far (B; operations).
+    capacity_time : ndarray, shape (n, 2)
+        Integral of each constraint's capacity over simulated time since the
+        resource was created (B; operations): capacity changes are included.
+    limited : ndarray of bool, shape (n, 2)
+        Whether the resource has that constraint at all.
+    """
+
+    time_s: float
+    resources: list[Resource]
+    work: FloatArray
+    capacity_time: FloatArray
+    limited: npt.NDArray[np.bool_]
 
 
 @dataclass(eq=False)
@@ -140,10 +177,21 @@ class FlowNetwork(ClassLayer):
         self._solve_scheduled = False
         self._timer_token = 0
         self._rate_listeners: list[Callable[[], None]] = []
+        # Per resource (creation order): its bandwidth and ops constraints (0 if none).
+        self._res_cons: list[tuple[int, int]] = []
+        self._res_cons_arr = np.zeros((0, 2), dtype=np.int64)
+        # Capacity-time bookkeeping: integral of capacity of constraint k up to t is
+        # _con_cap[k] * t + _cap_corr.get(k, 0), kept continuous across creation and
+        # set_capacity.
+        self._cap_corr: dict[int, float] = {}
 
     # ------------------------------------------------------------------ resources
     def add_resource(
-        self, name: str, capacity_Bps: float | None = None, capacity_ops: float | None = None
+        self,
+        name: str,
+        capacity_Bps: float | None = None,
+        capacity_ops: float | None = None,
+        kind: str | None = None,
     ) -> Resource:
         """Add a resource and return it.
 
@@ -155,18 +203,27 @@ class FlowNetwork(ClassLayer):
             Bandwidth capacity in bytes/s (>= 0); ``None`` for unlimited.
         capacity_ops : float, optional
             Operation rate capacity in operations/s (>= 0); ``None`` for unlimited.
+        kind : str, optional
+            Component type for bottleneck reports; inferred from ``name`` when
+            not given (:func:`flashsim.measure.bottlenecks.infer_kind`).
         """
         if name in self.resources:
             raise ValueError(f"resource name(={name!r}) is already used")
         for label, value in (("capacity_Bps", capacity_Bps), ("capacity_ops", capacity_ops)):
             if value is not None and not (value >= 0 and np.isfinite(value)):
                 raise ValueError(f"{name}: {label}(={value}) must be a finite number >= 0")
-        res = Resource(name, capacity_Bps, capacity_ops)
+        res = Resource(name, capacity_Bps, capacity_ops, kind)
+        now = float(self.env.now)
         if capacity_Bps is not None:
             res._con_bytes = self._new_constraint(capacity_Bps)
+            if now:
+                self._cap_corr[res._con_bytes] = -float(capacity_Bps) * now
         if capacity_ops is not None:
             res._con_ops = self._new_constraint(capacity_ops)
+            if now:
+                self._cap_corr[res._con_ops] = -float(capacity_ops) * now
         self.resources[name] = res
+        self._res_cons.append((res._con_bytes, res._con_ops))
         return res
 
     def add_segment(self, name: str, path: Sequence[tuple[Resource, float]]) -> Segment:
@@ -230,6 +287,8 @@ class FlowNetwork(ClassLayer):
                 raise ValueError(f"{resource.name}: has no {label} to change")
             if not (value >= 0 and np.isfinite(value)):
                 raise ValueError(f"{resource.name}: {label}(={value}) must be a finite number >= 0")
+            old = float(self._con_cap[con])
+            self._cap_corr[con] = self._cap_corr.get(con, 0.0) + (old - value) * self.env.now
             self._con_cap[con] = value
             setattr(resource, label, float(value))
             self._touched.add(con)
@@ -252,6 +311,32 @@ class FlowNetwork(ClassLayer):
     def bytes_moved(self, resource: Resource) -> float:
         """Bytes that have crossed the resource's bandwidth constraint so far."""
         return self._bytes(resource._con_bytes) if resource._con_bytes else 0.0
+
+    def usage(self) -> ResourceUsage:
+        """Cumulative work and capacity-time of every resource now (vectorised).
+
+        Reads the classes' virtual clocks only: pending changes are not solved,
+        so taking a snapshot never changes the run.
+        """
+        if self._res_cons_arr.shape[0] != len(self._res_cons):
+            self._res_cons_arr = np.array(self._res_cons, dtype=np.int64).reshape(-1, 2)
+        cons = self._res_cons_arr
+        now = float(self.env.now)
+        n = self._n_cons
+        cap_time = self._con_cap[:n].copy()
+        cap_time[0] = 0.0  # the padding sentinel's infinite capacity
+        cap_time *= now
+        if self._cap_corr:
+            keys = np.fromiter(self._cap_corr, dtype=np.int64, count=len(self._cap_corr))
+            vals = np.fromiter(self._cap_corr.values(), dtype=np.float64, count=keys.size)
+            cap_time[keys] += vals
+        return ResourceUsage(
+            time_s=now,
+            resources=list(self.resources.values()),
+            work=self._work_done()[cons],
+            capacity_time=cap_time[cons],
+            limited=cons > 0,
+        )
 
     # ---------------------------------------------------------------------- flows
     def start_flow(

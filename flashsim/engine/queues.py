@@ -6,6 +6,11 @@ FCFS with service times independent of the future, the start time
 ``max(arrival, earliest free server)`` and the departure time are known at
 arrival.  A visit therefore costs one SimPy event, which is what makes request
 fidelity fast enough for small-scale latency studies.
+
+Queues created in a :class:`QueueEnvironment` (the environment of every
+:class:`~flashsim.engine.simulation.Simulation`) register themselves in its
+``queues`` list, so measurements (:mod:`flashsim.measure.bottlenecks`) can find
+every queue of a run without each caller passing it along.
 """
 
 from __future__ import annotations
@@ -17,30 +22,59 @@ import numpy.typing as npt
 import simpy
 
 
+class QueueEnvironment(simpy.Environment):
+    """A SimPy environment that keeps a list of the :class:`FifoQueue` created in it.
+
+    Parameters
+    ----------
+    initial_time : float
+        Start time of the clock (s).
+
+    Attributes
+    ----------
+    queues : list of FifoQueue
+        Every queue created with this environment, in order of creation.
+    """
+
+    def __init__(self, initial_time: float = 0) -> None:
+        super().__init__(initial_time)
+        self.queues: list[FifoQueue] = []
+
+
 class FifoQueue:
     """An FCFS queue with ``servers`` identical servers that records every visit.
 
     Parameters
     ----------
     env : simpy.Environment
-        The simulation clock.
+        The simulation clock; a :class:`QueueEnvironment` registers the queue.
     name : str
         Dotted component name.
     servers : int
         Number of servers ``c`` (>= 1), e.g. an SSD's internal parallelism.
+    kind : str, optional
+        Component type for bottleneck reports; ``None`` to infer it from the
+        name (:func:`flashsim.measure.bottlenecks.infer_kind`).
     """
 
-    def __init__(self, env: simpy.Environment, name: str, servers: int = 1) -> None:
+    def __init__(
+        self, env: simpy.Environment, name: str, servers: int = 1, kind: str | None = None
+    ) -> None:
         if servers < 1:
             raise ValueError(f"{name}: servers(={servers}) must be >= 1")
         self.env = env
         self.name = name
         self.servers = servers
+        self.kind = kind
         self._free_at = [0.0] * servers  # a heap of times at which each server frees
         self._arrivals: list[float] = []
         self._starts: list[float] = []
         self._departures: list[float] = []
+        #: Service time (s) of every request that has joined, including service
+        #: still to come; see :meth:`busy_done_s` for the part already served.
         self.busy_time_s = 0.0
+        if isinstance(env, QueueEnvironment):
+            env.queues.append(self)
 
     def visit(self, service_s: float, delay_s: float = 0.0) -> simpy.Timeout:
         """Join the queue now; the returned event fires at departure plus ``delay_s``.
@@ -63,6 +97,19 @@ class FifoQueue:
         self._departures.append(end)
         self.busy_time_s += service_s
         return self.env.timeout(end - now + delay_s)
+
+    def busy_done_s(self) -> float:
+        """Server-seconds of service delivered up to now (summed over the servers).
+
+        Service already assigned but not yet delivered is left out: a server
+        whose last request departs at ``f > now`` is busy without a gap from
+        ``now`` to ``f`` (requests joined at or before ``now``), so that part
+        is ``sum(max(f - now, 0))`` over the servers.  Mean utilisation over
+        ``[t0, t1]`` is the difference of this counter over ``servers * (t1 - t0)``.
+        """
+        now = float(self.env.now)
+        ahead = sum(f - now for f in self._free_at if f > now)
+        return self.busy_time_s - ahead
 
     @property
     def visits(self) -> int:

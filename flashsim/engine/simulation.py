@@ -6,6 +6,7 @@ import numpy as np
 import simpy
 
 from flashsim.engine.flows import FlowNetwork
+from flashsim.engine.queues import FifoQueue, QueueEnvironment
 from flashsim.engine.randomness import RandomStreams
 
 
@@ -19,15 +20,17 @@ class Simulation:
 
     Attributes
     ----------
-    env : simpy.Environment
-        The event loop; ``env.now`` is simulated time in seconds.
+    env : QueueEnvironment
+        The event loop (a :class:`simpy.Environment` that registers the
+        :class:`~flashsim.engine.queues.FifoQueue` created in it); ``env.now``
+        is simulated time in seconds.
     flows : FlowNetwork
         Resources and flows of flow fidelity.
     """
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
-        self.env = simpy.Environment()
+        self.env = QueueEnvironment()
         self._streams = RandomStreams(seed)
         self.flows = FlowNetwork(self.env)
 
@@ -35,6 +38,11 @@ class Simulation:
     def now(self) -> float:
         """Simulated time in seconds."""
         return float(self.env.now)
+
+    @property
+    def queues(self) -> list[FifoQueue]:
+        """Every request-fidelity queue created in this simulation, in order of creation."""
+        return self.env.queues
 
     def rng(self, name: str) -> np.random.Generator:
         """The random stream of component ``name`` (see :class:`RandomStreams`)."""

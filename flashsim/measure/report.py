@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from flashsim.measure.results import RunResult
+from flashsim.measure.results import ResourceLoad, RunResult
 from flashsim.systems.base import Description
 from flashsim.units import MIB, format_quantity
 
@@ -28,9 +28,67 @@ def format_run_text(result: RunResult) -> str:
             f"{_num(p.bandwidth_Bps / MIB, '.1f'):>11} {_num(p.iops, '.1f'):>12} "
             f"{_num(p.sim_time_s, '.3f'):>9} {ci:>7} {p.fidelity or '-':<12}"
         )
+    limits = format_bottlenecks(result)
+    if limits:
+        lines.extend(["", limits])
     ior = format_run_ior_text(result)
     if ior:
         lines.extend(["", ior])
+    return "\n".join(lines)
+
+
+#: Names listed for a kind before the rest are counted ("... (+271 more)").
+LISTED_PER_KIND = 3
+
+
+def _pct(utilization: float) -> str:
+    return f"{100 * utilization:.1f}%"
+
+
+def _kind_groups(loads: list[ResourceLoad]) -> list[str]:
+    """One summary per kind, in order of the kind's most utilised resource."""
+    groups: dict[str, list[ResourceLoad]] = {}
+    for load in loads:
+        groups.setdefault(load.kind, []).append(load)
+    out = []
+    for kind, members in groups.items():
+        if len(members) <= LISTED_PER_KIND:
+            out.append(f"{kind}: " + ", ".join(f"{m.name} {_pct(m.utilization)}" for m in members))
+            continue
+        lo = min(m.utilization for m in members)
+        hi = max(m.utilization for m in members)
+        span = _pct(hi) if _pct(lo) == _pct(hi) else f"{_pct(lo)}-{_pct(hi)}"
+        names = ", ".join(m.name for m in members[:LISTED_PER_KIND])
+        out.append(
+            f"{kind} \u00d7{len(members)} ({span}): {names}, ... "
+            f"(+{len(members) - LISTED_PER_KIND} more)"
+        )
+    return out
+
+
+def format_bottlenecks(result: RunResult) -> str:
+    """Per phase, the resources that limited it (empty when no phase was measured).
+
+    A phase lists its bottlenecks grouped by kind (many of one kind are
+    summarised as ``nic \u00d7274 (100.0%): first names, ... (+271 more)``; ``--json``
+    lists them all), or, when nothing reached the threshold, ``none`` and
+    its most utilised resources.
+    """
+    from flashsim.measure.bottlenecks import BOTTLENECK_UTILIZATION
+
+    measured = [p for p in result.phases if p.bottlenecks or p.most_utilized]
+    if not measured:
+        return ""
+    width = max([24, *(len(p.name) for p in measured)])
+    lines = [f"bottlenecks (mean utilisation >= {_pct(BOTTLENECK_UTILIZATION)} over the phase):"]
+    for p in measured:
+        if p.bottlenecks:
+            rows = _kind_groups(p.bottlenecks)
+        else:
+            most = ", ".join(f"{m.name} {_pct(m.utilization)} ({m.kind})" for m in p.most_utilized)
+            rows = [f"none; most utilised: {most}"]
+        lines.append(f"{p.name:<{width}} {rows[0]}")
+        lines.extend(f"{'':<{width}} {row}" for row in rows[1:])
     return "\n".join(lines)
 
 

@@ -9,6 +9,27 @@ from typing import Any
 import pandas as pd
 
 
+@dataclass(frozen=True)
+class ResourceLoad:
+    """One resource's mean utilisation over a phase (see :mod:`flashsim.measure.bottlenecks`).
+
+    Attributes
+    ----------
+    name : str
+        Dotted component name, e.g. ``perlmutter.oss3.nic0.ingress``.
+    kind : str
+        Component type, e.g. ``"nic"`` or ``"drive data"``.
+    utilization : float
+        Work done over capacity available during the phase (dimensionless,
+        0..1): for a bandwidth limit bytes moved over the integral of its
+        bytes/s, for a time-based limit busy seconds over server-seconds.
+    """
+
+    name: str
+    kind: str
+    utilization: float
+
+
 @dataclass
 class PhaseResult:
     """What one workload phase measured.
@@ -41,6 +62,14 @@ class PhaseResult:
         The fidelity the phase actually ran at (``"flow"``, ``"request"``, or
         for a study of many tests each fidelity used, e.g. ``"flow+request"``);
         ``None`` when the workload does not say.
+    bottlenecks : list of ResourceLoad
+        Resources whose mean utilisation over the phase reached
+        :data:`flashsim.measure.bottlenecks.BOTTLENECK_UTILIZATION` (0.99),
+        most utilised first, then by name; empty when none did (or when the
+        phase was not measured).
+    most_utilized : list of ResourceLoad
+        The three most utilised resources of the phase (whether or not they
+        are bottlenecks), so the one closest to limiting is always named.
     """
 
     name: str
@@ -54,6 +83,8 @@ class PhaseResult:
     ci_rel_halfwidth: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     fidelity: str | None = None
+    bottlenecks: list[ResourceLoad] = field(default_factory=list)
+    most_utilized: list[ResourceLoad] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` record: SI values plus ``bandwidth_GBps`` (1 GB = 1e9 B)."""
@@ -97,7 +128,11 @@ class RunResult:
         """One row per phase, scalar extras as columns."""
         rows = []
         for phase in self.phases:
-            row = {k: v for k, v in phase.to_dict().items() if k != "extra"}
+            row = {
+                k: v
+                for k, v in phase.to_dict().items()
+                if k not in ("extra", "bottlenecks", "most_utilized")
+            }
             row.update(
                 {k: v for k, v in phase.extra.items() if isinstance(v, (int, float, str, bool))}
             )

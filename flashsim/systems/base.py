@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
+from flashsim.workloads.registry import phase_union, protocol_methods
 
 Fidelity = Literal["flow", "request"]
 
@@ -100,16 +101,50 @@ class BuiltSystem(ABC):
 
 
 class SystemKind(ABC):
-    """A family of systems that share a model-file schema and a builder."""
+    """A family of systems that share a model-file schema and a builder.
+
+    A concrete kind declares the workload protocols its built system
+    implements (:attr:`implements`) and the phases only it runs
+    (:attr:`own_phases`); its :attr:`phase_type` is derived from them and the
+    workload registry (:func:`flashsim.workloads.registry.phase_union`) when
+    the class is created, and must not be set by hand.
+    """
 
     #: The ``kind`` value in model files.
     kind: str
     #: Pydantic schema of the model file.
     model_type: type[BaseModel]
-    #: Pydantic-validatable type of one phase of a scenario on this kind.
-    phase_type: Any
     #: The built system's class; constructed as ``built_type(model, sim, fidelity)``.
     built_type: Callable[[Any, Simulation, Fidelity], BuiltSystem]
+    #: Workload protocols (e.g. ``IorTarget``) that :attr:`built_type` implements: every
+    #: registered workload using one of them is accepted by this kind.
+    implements: tuple[type[Any], ...] = ()
+    #: Phase models only this kind runs (its own tests), and subclasses that replace a
+    #: registered workload's phase model for this kind (same ``workload`` value).
+    own_phases: tuple[type[BaseModel], ...] = ()
+    #: Pydantic-validatable type of one phase of a scenario on this kind (derived).
+    phase_type: Any
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "phase_type" in vars(cls):
+            raise TypeError(
+                f"{cls.__name__}: phase_type is derived from `implements` and `own_phases`; "
+                "declare those instead"
+            )
+        if "implements" not in vars(cls) and "own_phases" not in vars(cls):
+            return  # an intermediate class: nothing declared here
+        owner = str(vars(cls).get("kind", cls.__name__))
+        cls.phase_type = phase_union(owner, cls.implements, cls.own_phases)
+        built = vars(cls).get("built_type")
+        if isinstance(built, type):
+            for proto in cls.implements:
+                missing = [m for m in protocol_methods(proto) if not hasattr(built, m)]
+                if missing:
+                    raise TypeError(
+                        f"kind {owner!r}: {built.__name__} implements {proto.__name__} but "
+                        f"lacks {', '.join(missing)}"
+                    )
 
     def build(self, model: Any, sim: Simulation, fidelity: Fidelity) -> BuiltSystem:
         """Create the components of ``model`` inside ``sim``."""

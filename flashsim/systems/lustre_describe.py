@@ -11,9 +11,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from flashsim.components.fabric import Fabric
+from flashsim.components.fabric_spec import DragonflySpec, FabricSpec, FatTreeSpec
 from flashsim.components.hdd import HddSpec
+from flashsim.components.placement import UNLIMITED_SLOTS
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import warn
+from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Description, LayerPeak, bottleneck, check_size
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.workloads.ior import IorPhase
@@ -23,6 +27,17 @@ def check_model(model: LustreModel) -> None:
     """Cross-field checks; raise ``ValueError("dotted.key: message")``."""
     if model.oss.count < 1:
         raise ValueError("oss.count: a Lustre system needs at least one OSS")
+    if isinstance(model.fabric, DragonflySpec):
+        roles = sorted({g.role for g in model.fabric.groups})
+        for key, role in (
+            ("fabric.groups", "io"),
+            ("client.placement.role", model.client.placement.role),
+        ):
+            if role not in roles:
+                raise ValueError(
+                    f"{key}: the dragonfly has no {role!r} groups (roles: {', '.join(roles)}); "
+                    "servers sit in `io` groups and clients in the placement's role"
+                )
     nics = [("client.nic", model.client.nic)]
     for role, spec in (("oss", model.oss), ("mds", model.mds)):
         if spec is None:
@@ -157,7 +172,20 @@ def check_phase(model: LustreModel, phase: Any) -> None:
                 f"{phase.sources + 1} OSSes; the system has {count}"
             )
         check_size("sources", count, 1, f"listing the {count:,} OSSes")
+        groups = _role_groups(model, "io")
+        if phase.cross_group and groups < 2:
+            raise ValueError(
+                "cross_group: the fabric has one I/O group, so no source sits in another; "
+                "set cross_group = false"
+            )
     elif isinstance(phase, IorPhase):
+        slots = _client_slots(model)
+        if phase.nodes > slots:
+            placement = model.client.placement
+            raise ValueError(
+                f"nodes: {phase.nodes} client nodes do not fit the {slots:,} node slots of the "
+                f"{placement.role} groups the placement may use"
+            )
         layout = phase.layout
         stripes = layout.stripe_count or model.client.lustre.stripe_count
         if stripes > n_osts:
@@ -317,16 +345,15 @@ def describe_model(model: LustreModel) -> Description:
 
     both("one OSS", 1)
     both("system", oss.count)
-    net = model.network
-    fabric = net.io_groups * net.compute_to_io_links * net.global_link_bandwidth
+    write_fabric, read_fabric, fabric_note = fabric_bounds(model)
     layers.append(
         LayerPeak(
-            "one compute group",
-            "global links to the I/O groups",
-            net.io_groups * net.compute_to_io_links,
-            fabric,
-            fabric,
-            note=f"{net.compute_to_io_links} links x {net.io_groups} I/O groups",
+            "system",
+            "fabric (clients <-> servers)",
+            1,
+            read_fabric,
+            write_fabric,
+            note=fabric_note,
         )
     )
     bottlenecks = {}
@@ -374,3 +401,61 @@ def describe_model(model: LustreModel) -> Description:
         bottlenecks=bottlenecks,
         derived=derived,
     )
+
+
+def fabric_bounds(model: LustreModel) -> tuple[float, float, str]:
+    """Most bytes/s the fabric carries from clients to servers (writes) and back (reads).
+
+    Clients fill every group their placement may use; servers sit in the
+    ``io`` groups as the system builds them.  The bound is the fabric's
+    max-flow between the two sets under its routing (minimal routing uses
+    only direct global links).
+    """
+    sim = Simulation(seed=0)
+    fabric = Fabric(sim, f"{model.name}.fabric", model.fabric)
+    placement = model.client.placement
+    servers = [f"oss{i}" for i in range(model.oss.count)]
+    io_groups = len(fabric.groups_of(role_of(model.fabric, "io")))
+    for i, name in enumerate(servers):
+        fabric.attach(name, "io", i % io_groups)
+    groups = fabric.groups_of(role_of(model.fabric, placement.role))
+    used = groups[: placement.groups] if placement.groups else groups
+    clients = [f"client{k}" for k in range(len(used))]
+    for name, k in zip(clients, range(len(used)), strict=True):
+        fabric.attach(name, placement.role, k)
+    write = fabric.describe_bound_Bps(clients, servers)
+    read = fabric.describe_bound_Bps(servers, clients)
+    note = (
+        f"{fabric.routing} routing, clients in {len(used)} {placement.role} group(s), "
+        f"servers in {io_groups} io group(s)"
+    )
+    return write, read, note
+
+
+def role_of(fabric: FabricSpec, role: str) -> str:
+    """``role`` on a dragonfly; ``"all"`` on fabrics whose groups have no roles."""
+    return role if isinstance(fabric, DragonflySpec) else "all"
+
+
+def _role_groups(model: LustreModel, role: str) -> int:
+    """Groups of ``role`` in the model's fabric (every group when it has no roles)."""
+    fabric = model.fabric
+    if isinstance(fabric, DragonflySpec):
+        return sum(g.count for g in fabric.groups if g.role == role)
+    return fabric.leaves if isinstance(fabric, FatTreeSpec) else 1
+
+
+def _client_slots(model: LustreModel) -> int:
+    """Client nodes the placement can put on the fabric."""
+    placement = model.client.placement
+    fabric = model.fabric
+    if isinstance(fabric, DragonflySpec):
+        caps = [
+            g.capacity for g in fabric.groups if g.role == placement.role for _ in range(g.count)
+        ]
+    elif isinstance(fabric, FatTreeSpec):
+        caps = [fabric.nodes_per_leaf] * fabric.leaves
+    else:
+        caps = [None]
+    used = caps[: placement.groups] if placement.groups else caps
+    return sum(UNLIMITED_SLOTS if c is None else c for c in used)

@@ -13,12 +13,13 @@ from pydantic import Field
 
 from flashsim.components.cpu import CpuSpec
 from flashsim.components.drive import DriveField
+from flashsim.components.fabric import FabricSpec
 from flashsim.components.lustre_client import LustreClientSpec
 from flashsim.components.nic import NicSpec
 from flashsim.components.pcie import PcieLink
+from flashsim.components.placement import PlacementSpec
 from flashsim.components.raid import RaidSpec
 from flashsim.config import (
-    Bandwidth,
     NonNegativeSeconds,
     StrictModel,
     UnitFraction,
@@ -127,34 +128,16 @@ class ClientSpec(StrictModel):
         A compute node's network adapters.
     lustre : LustreClientSpec
         Client tunables.
+    placement : PlacementSpec
+        Which fabric groups the client nodes sit in (packed by default).
     """
 
     nic: NicSpec
     lustre: LustreClientSpec = LustreClientSpec()
-
-
-class NetworkSpec(StrictModel):
-    """The fabric between clients and servers (a dragonfly, reduced to its global links).
-
-    Attributes
-    ----------
-    io_groups : int
-        Dragonfly groups holding the storage servers.
-    global_link_bandwidth : float
-        Bytes/s of one global link per direction.
-    compute_to_io_links : int
-        Global links from one compute group to one I/O group.
-    io_to_io_links : int
-        Global links between two I/O groups.
-    hop_latency : float
-        Latency (s) of crossing the fabric one way.
-    """
-
-    io_groups: Annotated[int, Field(ge=1)] = 1
-    global_link_bandwidth: Bandwidth
-    compute_to_io_links: Annotated[int, Field(ge=1)] = 1
-    io_to_io_links: Annotated[int, Field(ge=1)] = 1
-    hop_latency: NonNegativeSeconds = "0 s"
+    placement: PlacementSpec = Field(
+        default_factory=lambda: PlacementSpec.model_validate({}),
+        description="Which fabric groups the client nodes sit in (packed by default).",
+    )
 
 
 class LustreModel(StrictModel):
@@ -166,4 +149,10 @@ class LustreModel(StrictModel):
     oss: ServerSpec
     mds: ServerSpec | None = None
     client: ClientSpec
-    network: NetworkSpec
+    fabric: FabricSpec = Field(
+        description=(
+            "The network between clients and servers: a single switch, a fat tree or a "
+            "dragonfly (components.fabric); clients sit in `client.placement.role` groups, "
+            "servers in `io` groups."
+        )
+    )

@@ -15,17 +15,16 @@ service-time variability.  The same parameters drive both fidelities:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Literal
 
-import numpy as np
 from pydantic import Field, model_validator
 
-from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, OpRate, StrictModel
-from flashsim.engine.closedloop import Request, run_closed_loop, visit_all
+from flashsim.config import Bandwidth, NonNegativeSeconds, OpRate, StrictModel
+from flashsim.engine.closedloop import Request, visit_all
 from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
-from flashsim.engine.flows import Flow, Resource
+from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
-from flashsim.engine.runlength import RunLengthControl
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.systems.base import (
@@ -37,6 +36,9 @@ from flashsim.systems.base import (
     bottleneck,
     check_size,
 )
+from flashsim.workloads.streams import StreamsPhase, StreamsTarget, run_streams
+
+__all__ = ["Pipeline", "PipelineKind", "PipelineModel", "StageModel", "StreamsPhase"]
 
 
 class StageModel(StrictModel):
@@ -92,39 +94,6 @@ class PipelineModel(StrictModel):
         return self
 
 
-class StreamsPhase(StrictModel):
-    """A phase of ``workload = "streams"``: closed-loop request streams.
-
-    Flow fidelity moves ``bytes_per_stream`` per stream; request fidelity runs
-    until the throughput's relative 95 % half-width is below
-    ``target_rel_halfwidth`` (or ``max_requests`` complete).
-    """
-
-    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
-    workload: Literal["streams"]
-    operation: Literal["read", "write"] = Field(
-        "read", description="Whether the streams read or write."
-    )
-    streams: Annotated[int, Field(ge=1)] = Field(description="Closed-loop request streams.")
-    queue_depth: Annotated[int, Field(ge=1)] = Field(
-        1, description="Requests each stream keeps in flight."
-    )
-    transfer_size: Bytes = Field(description="Bytes per request.")
-    bytes_per_stream: Bytes = Field("1 GB", description="Flow fidelity: bytes each stream moves.")
-    target_rel_halfwidth: Annotated[float, Field(gt=0.0)] = Field(
-        0.01,
-        description=(
-            "Request fidelity: stop when the throughput's relative 95 % half-width is below this."
-        ),
-    )
-    sample_interval_requests: Annotated[int, Field(ge=1)] = Field(
-        200, description="Request fidelity: completions per throughput sample."
-    )
-    max_requests: Annotated[int, Field(ge=1)] = Field(
-        2_000_000, description="Request fidelity: stop after this many completions regardless."
-    )
-
-
 class Pipeline(BuiltSystem):
     """A pipeline assembled in a simulation."""
 
@@ -146,45 +115,25 @@ class Pipeline(BuiltSystem):
 
     def run_phase(self, phase: StreamsPhase) -> PhaseResult:
         """Run a streams phase in this system's fidelity."""
-        if self.fidelity == "flow":
-            return self._run_flow(phase)
-        return self._run_request(phase)
+        return run_streams(self, phase, self.fidelity)
 
-    def _run_flow(self, phase: StreamsPhase) -> PhaseResult:
-        sim = self.sim
-        t = phase.transfer_size
-        cap = phase.queue_depth * t / self.round_trip_s(t)
-        path = [(r, 1.0) for r in self.resources]
-        start = sim.now
-        flows: list[Flow] = [
-            sim.flows.start_flow(
-                phase.bytes_per_stream, path, rate_cap_Bps=cap, op_size_B=t, name=f"stream{i}"
-            )
-            for i in range(phase.streams)
-        ]
-        sim.run(sim.env.all_of([f.done for f in flows]))
-        elapsed = sim.now - start
-        total = phase.bytes_per_stream * phase.streams
-        bw = total / elapsed
-        return PhaseResult(
-            name=phase.name,
-            operation=phase.operation,
-            bandwidth_Bps=bw,
-            iops=bw / t,
-            ranks=phase.streams,
-            transfer_size_B=t,
-            sim_time_s=elapsed,
-            bytes_B=total,
-        )
+    # ............................................................ StreamsTarget
+    def streams_path(self, phase: StreamsPhase) -> list[tuple[Resource, float]]:
+        """Every stage, one byte per user byte."""
+        return [(r, 1.0) for r in self.resources]
 
-    def _run_request(self, phase: StreamsPhase) -> PhaseResult:
-        sim = self.sim
+    def streams_round_trip_s(self, phase: StreamsPhase) -> float:
+        """Zero-load round trip of one request (:meth:`round_trip_s`)."""
+        return self.round_trip_s(phase.transfer_size)
+
+    def streams_requests(self, phase: StreamsPhase) -> Callable[[int], Request]:
+        """Requests that visit every stage's queue with sampled service times."""
         t = phase.transfer_size
         stages = self.model.stages
         samplers = [
             SampleBuffer(
                 with_mean_and_cv(s.service_distribution, s.service_s(t), s.service_cv),
-                sim.rng(f"{self.model.name}.{s.name}.service"),
+                self.sim.rng(f"{self.model.name}.{s.name}.service"),
             )
             for s in stages
         ]
@@ -193,30 +142,7 @@ class Pipeline(BuiltSystem):
         def request(_customer: int) -> Request:
             return visit_all([(queue, sampler.next(), latency) for queue, sampler, latency in plan])
 
-        control = RunLengthControl(
-            target_rel_halfwidth=phase.target_rel_halfwidth,
-            min_samples=40,
-            max_samples=max(40, phase.max_requests // phase.sample_interval_requests),
-        )
-        start = sim.now
-        customers = list(range(phase.streams * phase.queue_depth))
-        loop = run_closed_loop(sim, request, customers, control, phase.sample_interval_requests)
-        return PhaseResult(
-            name=phase.name,
-            operation=phase.operation,
-            bandwidth_Bps=loop.ops_per_s * t,
-            iops=loop.ops_per_s,
-            ranks=phase.streams,
-            transfer_size_B=t,
-            sim_time_s=sim.now - start,
-            bytes_B=loop.requests * t,
-            ci_rel_halfwidth=loop.rel_halfwidth,
-            extra={
-                "requests": loop.requests,
-                "mean_response_s": float(loop.responses_s.mean()),
-                "p99_response_s": float(np.percentile(loop.responses_s, 99)),
-            },
-        )
+        return request
 
 
 class PipelineKind(SystemKind):
@@ -224,8 +150,8 @@ class PipelineKind(SystemKind):
 
     kind = "pipeline"
     model_type = PipelineModel
-    phase_type = StreamsPhase
     built_type = Pipeline
+    implements = (StreamsTarget,)
 
     def check_phase(self, model: PipelineModel, phase: StreamsPhase) -> None:
         """Refuse phases whose streams (flow) or customers (request) would not fit in memory."""

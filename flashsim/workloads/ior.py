@@ -12,11 +12,13 @@ slowest rank's write + fsync time; open, create and close are not timed.
 
 How a system plugs in
 ---------------------
-A system's :class:`~flashsim.systems.base.BuiltSystem` implements the small
-:class:`IorSystem` protocol and hands ``ior`` phases to an :class:`IorRunner`
-it owns (the runner keeps state such as written datasets between phases)::
+A system's :class:`~flashsim.systems.base.BuiltSystem` implements the
+:class:`IorTarget` protocol (inheriting :class:`IorTargetDefaults` for the
+optional hooks), hands ``ior`` phases to an :class:`IorRunner` it owns (the
+runner keeps state such as written datasets between phases), and its kind
+lists ``IorTarget`` in :attr:`~flashsim.systems.base.SystemKind.implements`::
 
-    class MySystem(BuiltSystem):
+    class MySystem(BuiltSystem, IorTargetDefaults):
         def __init__(...):
             ...
             self.ior = IorRunner(self)
@@ -25,28 +27,29 @@ it owns (the runner keeps state such as written datasets between phases)::
             if isinstance(phase, IorPhase):
                 return self.ior.run(phase)
 
-The protocol has four methods:
+The protocol's methods:
 
-* :meth:`IorSystem.ior_prepare` is called before every repetition (drop
+* :meth:`IorTarget.ior_prepare` is called before every repetition (drop
   client caches, create client-side components for ``phase.nodes``, choose
   file layouts ...);
-* :meth:`IorSystem.ior_streams` returns one :class:`RankStream` per rank: the
+* :meth:`IorTarget.ior_streams` returns one :class:`RankStream` per rank: the
   flow path (resources and weights), the per-rank rate cap ``q*t/L``, the
   bytes per server operation, the request-fidelity concurrency and the
   write-behind the client cache allows (0 for O_DIRECT or reads).  Limits
   shared by several ranks (e.g. RPCs in flight per client node) are
   resources on the path;
-* :meth:`IorSystem.ior_request` is a SimPy generator that performs one
+* :meth:`IorTarget.ior_request` is a SimPy generator that performs one
   operation of ``stream.op_size_B`` bytes for a rank in request fidelity,
   from issue to completion as the application sees it;
-* optional: ``ior_flow_started(phase, rank, label, flow)`` is called for
-  every flow a rank starts in flow fidelity, and ``ior_fsync(phase, rank)``
-  may return a SimPy event that a writing rank waits for (inside its timed
-  window) when ``phase.fsync`` is set; a system that models its client page
-  cache as its own buffer uses these and returns ``write_behind_B = 0``;
-* :meth:`IorSystem.ior_peaks` returns nominal device peaks
+* :meth:`IorTarget.ior_peaks` returns nominal device peaks
   (``{"bandwidth_Bps": ..., "iops": ...}``) against which efficiencies are
-  reported, or an empty dict.
+  reported, or an empty dict;
+* hooks with no-op defaults in :class:`IorTargetDefaults`:
+  :meth:`IorTarget.ior_flow_started` is called for every flow a rank starts
+  in flow fidelity, and :meth:`IorTarget.ior_fsync` may return a SimPy event
+  that a writing rank waits for (inside its timed window) when
+  ``phase.fsync`` is set; a system that models its client page cache as its
+  own buffer uses these and returns ``write_behind_B = 0``.
 
 Flow fidelity moves each rank's data as one flow (the write-behind part as a
 second flow after the application's last write, timed only when ``fsync`` or
@@ -242,7 +245,7 @@ class RankStream:
     write_behind_B: float = 0.0
 
 
-class IorSystem(Protocol):
+class IorTarget(Protocol):
     """What a system provides so that :class:`IorRunner` can drive it."""
 
     sim: Simulation
@@ -264,6 +267,26 @@ class IorSystem(Protocol):
     def ior_peaks(self, phase: IorPhase) -> dict[str, float]:
         """Nominal device peaks (``bandwidth_Bps``, ``iops``) for efficiencies, or ``{}``."""
         ...
+
+    def ior_flow_started(self, phase: IorPhase, rank: int, label: str, flow: Flow) -> None:
+        """Flow fidelity: ``rank`` started ``flow`` (``label``: ``app``, ``app2``, ``drain``)."""
+        ...
+
+    def ior_fsync(self, phase: IorPhase, rank: int) -> simpy.Event | None:
+        """An event a writing rank waits for when ``phase.fsync`` is set, or ``None``."""
+        ...
+
+
+class IorTargetDefaults:
+    """No-op defaults of the optional :class:`IorTarget` hooks; systems inherit it."""
+
+    def ior_flow_started(self, phase: IorPhase, rank: int, label: str, flow: Flow) -> None:
+        """Do nothing: the system keeps no per-byte state of its own."""
+        return None
+
+    def ior_fsync(self, phase: IorPhase, rank: int) -> simpy.Event | None:
+        """Nothing to wait for: data reaches the server inside the flows."""
+        return None
 
 
 @dataclass(frozen=True)
@@ -377,11 +400,11 @@ def ior_bandwidth(
 
 # ------------------------------------------------------------------- runner
 class IorRunner:
-    """Runs :class:`IorPhase` phases on a system implementing :class:`IorSystem`.
+    """Runs :class:`IorPhase` phases on a system implementing :class:`IorTarget`.
 
     Parameters
     ----------
-    system : IorSystem
+    system : IorTarget
         The built system.
     default_fidelity : {"flow", "request"}
         The scenario's fidelity, used when a phase does not override it.
@@ -392,7 +415,7 @@ class IorRunner:
         Per-rank file sizes (bytes) of the datasets written so far.
     """
 
-    def __init__(self, system: IorSystem, default_fidelity: Fidelity = "flow") -> None:
+    def __init__(self, system: IorTarget, default_fidelity: Fidelity = "flow") -> None:
         self.system = system
         self.default_fidelity: Fidelity = default_fidelity
         self.datasets: dict[str, np.ndarray[Any, np.dtype[np.float64]]] = {}
@@ -460,15 +483,10 @@ class IorRunner:
                 op_size_B=s.op_size_B,
                 name=f"{phase.name}.r{i}.{label}",
             )
-            if on_flow is not None:
-                on_flow(phase, i, label, flow)
+            # Systems whose state follows each byte (a client page cache, a tiered
+            # store) are told of every flow a rank starts.
+            self.system.ior_flow_started(phase, i, label, flow)
             return flow
-
-        # Optional hooks (systems whose state follows each byte, e.g. a client
-        # page cache or a tiered store): told of every flow a rank starts, and
-        # asked for an fsync event after a rank's last write.
-        on_flow = getattr(self.system, "ior_flow_started", None)
-        on_fsync = getattr(self.system, "ior_fsync", None)
 
         flows: list[Flow | None] = [start(i, app_B[i], "app") for i in range(n)]
         pending = [f.done for f in flows if f is not None]
@@ -512,8 +530,8 @@ class IorRunner:
                 yield drain.done
                 if timed_drain:
                     rank_end[i] = env.now
-            if on_fsync is not None and phase.operation == "write" and phase.fsync:
-                synced = on_fsync(phase, i)
+            if phase.operation == "write" and phase.fsync:
+                synced = self.system.ior_fsync(phase, i)
                 if synced is not None:
                     yield synced
                     rank_end[i] = env.now

@@ -1,0 +1,448 @@
+"""A network fabric in both fidelities: flow resources and request queues per link bundle.
+
+One :class:`Fabric` serves every system kind.  It is built from a
+:data:`~flashsim.components.fabric_spec.FabricSpec` (switch, fat tree or
+dragonfly; see :mod:`flashsim.components.fabric_spec` for the schemas and a
+Perlmutter example) and holds the endpoints (client and server nodes) attached
+to its groups.  Routes are computed at the group level
+(:mod:`flashsim.components.routing`); each link bundle they cross (a dragonfly
+global-link bundle from one group to another, a leaf's uplinks, a switch set)
+is, lazily,
+
+* in flow fidelity, one :class:`~flashsim.engine.flows.Resource` of ``links *
+  link_bandwidth`` bytes/s; a transfer's path puts on it the fraction of the
+  transfer's bytes routed across it (a split over routes gives fractional
+  weights), and
+* in request fidelity, one :class:`LinkQueue` of ``links`` servers whose
+  service time for a request of ``size_B`` bytes is ``size_B /
+  link_bandwidth``, so its saturation throughput equals the resource's
+  capacity: the two fidelities agree where a bundle binds.
+
+Routing (dragonfly): minimal routes are the shortest group paths (split evenly
+when there are several, e.g. compute to service through each I/O group);
+Valiant routes go through one intermediate group with global links to both
+ends, chosen uniformly (flow fidelity: an even split over all of them).  UGAL
+chooses per request between a minimal and a random Valiant route by comparing
+queue backlog x hops (Kim et al., ISCA 2008).  Flow fidelity, whose paths are
+fixed when a flow starts, uses the split :meth:`Fabric.plan` computes from the
+offered load (:func:`flashsim.components.routing.ugal_split`): all minimal
+while the minimal bundles are not overloaded, then the excess over the
+Valiant routes with spare capacity, then balancing hops x excess load with
+the threshold's bias; pairs not planned route minimally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from flashsim.components.fabric_spec import (
+    DragonflySpec,
+    FabricSpec,
+    FatTreeSpec,
+    GlobalLinks,
+    GroupId,
+    GroupKind,
+    Placement,
+    Routing,
+    SwitchFabricSpec,
+    place,
+)
+from flashsim.components.routing import (
+    Route,
+    build_topology,
+    max_flow_bound,
+    split_weights,
+    ugal_split,
+)
+from flashsim.engine.flows import Flow, Resource
+from flashsim.engine.maxmin import FloatArray
+from flashsim.engine.queues import FifoQueue
+from flashsim.engine.simulation import Simulation
+
+__all__ = [
+    "Demands",
+    "DragonflySpec",
+    "Fabric",
+    "FabricSpec",
+    "FatTreeSpec",
+    "GlobalLinks",
+    "GroupId",
+    "GroupKind",
+    "LinkQueue",
+    "Placement",
+    "SwitchFabricSpec",
+    "place",
+]
+
+#: Offered load (bytes/s) per (source, destination): endpoint names, group names or ids.
+Demands = (
+    Mapping[tuple[str, str], float]
+    | Mapping[tuple[int, int], float]
+    | Mapping[tuple[str | int, str | int], float]
+)
+
+#: Duration (s) at its rate cap of a background flow given no volume: far beyond any run.
+_BACKGROUND_FOREVER_S = 1e9
+
+
+class LinkQueue(FifoQueue):
+    """A link bundle's FCFS queue (``servers`` = links) that reports its backlog."""
+
+    def backlog_s(self) -> float:
+        """Work (s) queued or in service per server: the wait a request joining now expects."""
+        now = self.env.now
+        return sum(max(t - now, 0.0) for t in self._free_at) / self.servers
+
+
+class Fabric:
+    """A network fabric inside a simulation.
+
+    Parameters
+    ----------
+    sim : Simulation
+        The simulation whose flow network and clock the fabric uses.
+    name : str
+        Dotted component name, e.g. ``perlmutter.fabric``; resources are named
+        ``f"{name}.{group}-{group}"`` (dragonfly global links, e.g.
+        ``perlmutter.fabric.compute3-io1``), ``f"{name}.{group}.local"``,
+        ``f"{name}.leaf{i}.up"`` / ``.down`` (fat tree) and ``name`` itself
+        (switch fabric).
+    spec : SwitchFabricSpec or FatTreeSpec or DragonflySpec
+        The fabric.
+
+    Attributes
+    ----------
+    routing : {"minimal", "valiant", "ugal"}
+        Routing policy (always ``"minimal"`` for switch and fat-tree fabrics).
+    ugal_threshold : float
+        UGAL's bias towards minimal routes (dimensionless).
+    """
+
+    def __init__(
+        self, sim: Simulation, name: str, spec: SwitchFabricSpec | FatTreeSpec | DragonflySpec
+    ) -> None:
+        self.sim = sim
+        self.name = name
+        self.spec = spec
+        self.topology = build_topology(name, spec)
+        self.routing: Routing = "minimal"
+        self.ugal_threshold = 1.0
+        if isinstance(spec, DragonflySpec):
+            self.routing = spec.routing
+            self.ugal_threshold = float(spec.ugal_threshold)
+        self._group_of: dict[str, GroupId] = {}
+        self._members = [0] * self.topology.n_groups
+        self._cursor: dict[str, int] = {}
+        self._resources: dict[str, Resource] = {}
+        self._queues: dict[str, LinkQueue] = {}
+        self._plan: dict[tuple[GroupId, GroupId], FloatArray] = {}
+
+    # ----------------------------------------------------------------- groups
+    @property
+    def group_names(self) -> list[str]:
+        """Name of each group by global id (``compute0``, ``io3``, ``leaf2``, ``all``)."""
+        return list(self.topology.group_names)
+
+    def groups_of(self, role: str) -> list[GroupId]:
+        """Global ids of the groups of ``role``: all of them for ``"all"`` or a non-dragonfly."""
+        roles = self.topology.group_roles
+        if not isinstance(self.spec, DragonflySpec):
+            return list(range(len(roles)))
+        found = [g for g, r in enumerate(roles) if r == role or role == "all"]
+        if not found:
+            raise ValueError(f"{self.name}: role(={role!r}) has no groups ({sorted(set(roles))})")
+        return found
+
+    def describe_note(self) -> str:
+        """One line naming the topology, its size and the routing, for ``describe``."""
+        spec = self.spec
+        if isinstance(spec, SwitchFabricSpec):
+            return f"switch fabric: {spec.switches} switches"
+        if isinstance(spec, FatTreeSpec):
+            return (
+                f"fat tree: {spec.leaves} leaves x {spec.uplinks_per_leaf} uplinks, "
+                "minimal (ECMP) routing"
+            )
+        roles = self.topology.group_roles
+        counts = ", ".join(f"{roles.count(r)} {r}" for r in dict.fromkeys(roles))
+        return f"dragonfly: {len(roles)} groups ({counts}), {self.routing} routing"
+
+    def group_of(self, endpoint: str) -> GroupId:
+        """The group an attached endpoint is in."""
+        try:
+            return self._group_of[endpoint]
+        except KeyError:
+            raise ValueError(f"{self.name}: endpoint(={endpoint!r}) is not attached") from None
+
+    def attach(self, endpoint: str, role: str = "all", group_index: int | None = None) -> GroupId:
+        """Put a named endpoint (a client or server node) in a group and return the group id.
+
+        Parameters
+        ----------
+        endpoint : str
+            Unique endpoint name, e.g. ``perlmutter.oss17``.
+        role : str
+            Role of the group (dragonfly); ignored by switch and fat-tree fabrics.
+        group_index : int, optional
+            Index of the group among the role's groups (a fat-tree leaf index),
+            taken modulo their number (so a server index deals servers round
+            robin); unset: the next group with room, round robin over the
+            role's groups (a fat tree fills leaves in order).
+        """
+        if endpoint in self._group_of:
+            raise ValueError(f"{self.name}: endpoint(={endpoint!r}) is already attached")
+        dragonfly = isinstance(self.spec, DragonflySpec)
+        candidates = self.groups_of(role if dragonfly else "all")
+        cap = self.topology.group_capacity
+        if group_index is not None:
+            group = candidates[group_index % len(candidates)]
+        else:
+            start = self._cursor.get(role, 0) if dragonfly else 0
+            order = [candidates[(start + i) % len(candidates)] for i in range(len(candidates))]
+            free = [g for g in order if cap[g] is None or self._members[g] < (cap[g] or 0)]
+            group = free[0] if free else order[0]
+            self._cursor[role] = candidates.index(group) + 1
+        limit = cap[group]
+        if limit is not None and self._members[group] >= limit:
+            raise ValueError(
+                f"{self.name}: group {self.topology.group_names[group]} is full "
+                f"({limit} endpoints); cannot attach {endpoint!r}"
+            )
+        self._members[group] += 1
+        self._group_of[endpoint] = group
+        return group
+
+    def _group(self, key: str | int) -> GroupId:
+        if isinstance(key, int):
+            if not 0 <= key < self.topology.n_groups:
+                raise ValueError(f"{self.name}: group(={key}) is not a group id")
+            return key
+        if key in self._group_of:
+            return self._group_of[key]
+        if key in self.topology.group_names:
+            return self.topology.group_names.index(key)
+        raise ValueError(f"{self.name}: {key!r} is neither an attached endpoint nor a group")
+
+    # ----------------------------------------------------------------- routing
+    def _routes(self, a: GroupId, b: GroupId) -> tuple[list[Route], list[Route]]:
+        return self.topology.minimal(a, b), self.topology.nonminimal(a, b)
+
+    def split(self, src: str | int, dst: str | int) -> float:
+        """Fraction of traffic from ``src`` to ``dst`` sent non-minimally in flow fidelity."""
+        a, b = self._group(src), self._group(dst)
+        if not self.topology.nonminimal(a, b) or self.routing == "minimal":
+            return 0.0
+        if self.routing == "valiant":
+            return 1.0
+        planned = self._plan.get((a, b))
+        return 0.0 if planned is None else float(1.0 - planned[0])
+
+    def _nm_fractions(self, a: GroupId, b: GroupId) -> list[float] | None:
+        """Shares of the non-minimal part on each Valiant route (``None``: evenly)."""
+        planned = self._plan.get((a, b)) if self.routing == "ugal" else None
+        if planned is None or not planned[1:].sum() > 0:
+            return None
+        return [float(f) for f in planned[1:] / planned[1:].sum()]
+
+    def plan(self, demands_Bps: Demands) -> None:
+        """Compute the UGAL split of each group pair from offered load; replaces any plan.
+
+        Parameters
+        ----------
+        demands_Bps : mapping of (src, dst) to float
+            Offered load in bytes/s per pair of endpoints (names) or groups
+            (names or ids); endpoint pairs in the same group pair add up.
+            Minimal and Valiant routing ignore the plan.
+        """
+        by_pair: dict[tuple[GroupId, GroupId], float] = {}
+        for (src, dst), rate in demands_Bps.items():
+            if not rate >= 0:
+                raise ValueError(f"{self.name}: demand(={rate}) from {src} to {dst} must be >= 0")
+            key = (self._group(src), self._group(dst))
+            by_pair[key] = by_pair.get(key, 0.0) + float(rate)
+        self._plan = ugal_split(self.topology, by_pair, self.ugal_threshold)
+
+    # ------------------------------------------------------------ flow fidelity
+    def _resource(self, bundle: str) -> Resource:
+        res = self._resources.get(bundle)
+        if res is None:
+            res = self.sim.flows.add_resource(bundle, self.topology.bundles[bundle].capacity_Bps)
+            self._resources[bundle] = res
+        return res
+
+    def group_path(
+        self, a: str | int, b: str | int, share: float = 1.0
+    ) -> list[tuple[Resource, float]]:
+        """Flow-fidelity path of ``share`` of a transfer from group ``a`` to group ``b``."""
+        ga, gb = self._group(a), self._group(b)
+        mins, nms = self._routes(ga, gb)
+        x = self.split(ga, gb)
+        weights = split_weights(mins, nms, x, share, self._nm_fractions(ga, gb))
+        return [(self._resource(n), w) for n, w in weights.items()]
+
+    def path(self, src: str, dst: str, share: float = 1.0) -> list[tuple[Resource, float]]:
+        """Flow-fidelity path of ``share`` of a transfer from endpoint ``src`` to ``dst``.
+
+        Parameters
+        ----------
+        src, dst : str
+            Attached endpoint names.
+        share : float
+            Fraction of the transfer's bytes this path carries (> 0), e.g.
+            ``1/S`` for one of S stripe targets.
+
+        Returns
+        -------
+        list of (Resource, float)
+            The bundles crossed and the bytes on each per byte of the transfer;
+            empty within a group when local links are not modelled.
+        """
+        if not share > 0:
+            raise ValueError(f"{self.name}: share(={share}) must be > 0")
+        return self.group_path(self.group_of(src), self.group_of(dst), share)
+
+    def latency_s(self, src: str | int, dst: str | int) -> float:
+        """Zero-load one-way latency (s): expected hops under the routing x hop latency."""
+        a, b = self._group(src), self._group(dst)
+        mins, nms = self._routes(a, b)
+        x = self.split(a, b)
+        hops = (1 - x) * np.mean([r.hops for r in mins])
+        if nms:
+            hops += x * np.mean([r.hops for r in nms])
+        return float(hops * self.topology.hop_latency_s)
+
+    def background(
+        self,
+        src: str | Sequence[int],
+        dst: str | Sequence[int],
+        rate_Bps: float,
+        volume_B: float | None = None,
+    ) -> list[Flow]:
+        """Start background traffic between groups, sharing links with I/O.
+
+        Parameters
+        ----------
+        src, dst : str or sequence of int
+            A role (e.g. ``"compute"``) or global group ids.
+        rate_Bps : float
+            Aggregate offered rate in bytes/s, spread evenly over the group
+            pairs whose route crosses at least one bundle (one rate-capped
+            flow each).
+        volume_B : float, optional
+            Aggregate bytes to move; unset: flows run until cancelled
+            (``sim.flows.cancel_flow``).
+
+        Returns
+        -------
+        list of Flow
+            The flows started.
+        """
+        if not rate_Bps > 0:
+            raise ValueError(f"{self.name}: rate_Bps(={rate_Bps}) must be > 0")
+        srcs = self.groups_of(src) if isinstance(src, str) else [self._group(g) for g in src]
+        dsts = self.groups_of(dst) if isinstance(dst, str) else [self._group(g) for g in dst]
+        pairs = [
+            (a, b) for a in srcs for b in dsts if any(r.bundles for r in self._routes(a, b)[0])
+        ]
+        flows: list[Flow] = []
+        for a, b in pairs:
+            rate = rate_Bps / len(pairs)
+            size = rate * _BACKGROUND_FOREVER_S if volume_B is None else volume_B / len(pairs)
+            names = self.topology.group_names
+            flows.append(
+                self.sim.flows.start_flow(
+                    size,
+                    self.group_path(a, b),
+                    rate_cap_Bps=rate,
+                    name=f"{self.name}.background.{names[a]}-{names[b]}",
+                )
+            )
+        return flows
+
+    def resources(self) -> list[Resource]:
+        """The flow resources built so far (for bottleneck reports)."""
+        return list(self._resources.values())
+
+    # --------------------------------------------------------- request fidelity
+    def _queue(self, bundle: str) -> LinkQueue:
+        queue = self._queues.get(bundle)
+        if queue is None:
+            links = self.topology.bundles[bundle].links
+            queue = LinkQueue(self.sim.env, bundle, servers=links)
+            self._queues[bundle] = queue
+        return queue
+
+    def _cost(self, route: Route) -> float:
+        backlog = max((self._queue(n).backlog_s() for n in route.bundles), default=0.0)
+        return route.hops * backlog
+
+    def request_hops(
+        self, src: str, dst: str, size_B: float, rng: np.random.Generator
+    ) -> list[tuple[FifoQueue, float]]:
+        """Queues one request (packet group) of ``size_B`` bytes visits, and its service there.
+
+        The route is chosen per request: minimal (uniform among minimal
+        routes), Valiant (uniform intermediate group), or UGAL: a minimal
+        route and a random Valiant route, taking the Valiant one when
+        ``hops_min * backlog_min > ugal_threshold * hops_nm * backlog_nm``,
+        a route's backlog being that of its most loaded bundle queue (UGAL-G).
+        Visit the queues in order (``queue.visit(service_s)``); add
+        :meth:`latency_s` for the wire.
+
+        Parameters
+        ----------
+        src, dst : str
+            Attached endpoint names.
+        size_B : float
+            Bytes of the request (> 0).
+        rng : numpy.random.Generator
+            Stream for route choices, e.g. ``sim.rng("perlmutter.fabric.routing")``.
+
+        Returns
+        -------
+        list of (FifoQueue, float)
+            Each bundle queue on the route and the service time (s) of the request there.
+        """
+        if not size_B > 0:
+            raise ValueError(f"{self.name}: size_B(={size_B}) must be > 0")
+        a, b = self.group_of(src), self.group_of(dst)
+        mins, nms = self._routes(a, b)
+        route = mins[int(rng.integers(len(mins)))] if len(mins) > 1 else mins[0]
+        if nms and self.routing == "valiant":
+            route = nms[int(rng.integers(len(nms)))]
+        elif nms and self.routing == "ugal":
+            other = nms[int(rng.integers(len(nms)))]
+            if self._cost(route) > self.ugal_threshold * self._cost(other):
+                route = other
+        bundles = self.topology.bundles
+        return [(self._queue(n), size_B / bundles[n].link_Bps) for n in route.bundles]
+
+    def queues(self) -> list[FifoQueue]:
+        """The request queues built so far."""
+        return list(self._queues.values())
+
+    # ----------------------------------------------------------------- bounds
+    def describe_bound_Bps(
+        self, src_endpoints: Iterable[str | int], dst_endpoints: Iterable[str | int]
+    ) -> float:
+        """Theoretical bound (bytes/s) on aggregate bandwidth from one endpoint set to another.
+
+        The maximum flow from the source groups to the destination groups over
+        the routes the policy may use: minimal routes (minimal), Valiant routes
+        (Valiant; minimal where a pair has none), both (UGAL).  ``inf`` when
+        some pair crosses no bundle (same group, local links not modelled).
+        """
+        srcs = {self._group(e) for e in src_endpoints}
+        dsts = {self._group(e) for e in dst_endpoints}
+        routes: list[tuple[GroupId, GroupId, list[Route]]] = []
+        for a in sorted(srcs):
+            for b in sorted(dsts):
+                mins, nms = self._routes(a, b)
+                if self.routing == "minimal" or not nms:
+                    use = mins
+                else:
+                    use = nms if self.routing == "valiant" else mins + nms
+                routes.append((a, b, use))
+        return max_flow_bound(self.topology, routes)

@@ -1,0 +1,269 @@
+"""Network-fabric schemas: a switch, a two-level fat tree, a dragonfly; and node placement.
+
+A model file describes its fabric with one ``[fabric]`` table whose
+``topology`` key selects the schema (:data:`FabricSpec`).  The runtime
+:class:`flashsim.components.fabric.Fabric` builds resources (flow fidelity) and
+queues (request fidelity) from it.
+
+Perlmutter (the reference dragonfly) as a model-file table::
+
+    [fabric]
+    topology = "dragonfly"
+    routing = "ugal"
+    hop_latency = "2 us"   # seed 000 §IV-B: one global-link traversal, 2 us [10]
+    groups = [
+      # NERSC, "Perlmutter Architecture" (docs.nersc.gov/systems/perlmutter/architecture):
+      # one dragonfly group per cabinet; 1,536 GPU nodes at 128 per cabinet (8 chassis x
+      # 4 switch blades = 32 switches) and 3,072 CPU nodes at 256 per cabinet (8 chassis x
+      # 2 switch blades = 16 switches), as in models/systems/perlmutter.toml.
+      { role = "compute", count = 12, routers = 32, nodes_per_router = 4 },
+      { role = "compute", count = 12, routers = 16, nodes_per_router = 16 },
+      # seed 000 §II-A: four I/O groups of 4 racks x 4 Slingshot switches.
+      { role = "io", count = 4, routers = 16 },
+      # seed 000 §II-A: one service group; its router count is ASSUMED.
+      { role = "service", count = 1, routers = 16 },
+    ]
+    global_links = [
+      # seed 000 §II-A: each I/O group is directly connected to each compute group
+      # via 4x200 Gb/s, to each other I/O group and to the service group via 6x200 Gb/s.
+      { between = ["compute", "io"], links = 4, bandwidth = "200 Gb/s" },
+      { between = ["io", "io"], links = 6, bandwidth = "200 Gb/s" },
+      { between = ["io", "service"], links = 6, bandwidth = "200 Gb/s" },
+      # compute<->compute links are not in the seed: ASSUMED, set in the model file.
+      # { between = ["compute", "compute"], links = ..., bandwidth = "200 Gb/s" },
+    ]
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import networkx as nx
+import numpy as np
+from pydantic import Field, model_validator
+
+from flashsim.config import Bandwidth, NonNegativeSeconds, StrictModel
+
+#: A group's global id (index into :attr:`Fabric.group_names`).
+GroupId = int
+#: How nodes are laid out over groups: fill groups in order, deal round robin, or draw.
+Placement = Literal["packed", "spread", "random"]
+#: Dragonfly routing policies: minimal, Valiant (random intermediate group), UGAL.
+Routing = Literal["minimal", "valiant", "ugal"]
+
+
+class SwitchFabricSpec(StrictModel):
+    """A set of switches that traffic is spread over (one aggregate resource).
+
+    This is the NVMe fabric of the VAST-like system (``FabricSpec`` in
+    :mod:`flashsim.systems.vast`): one resource of ``switches *
+    switch_bandwidth`` bytes/s and ``latency`` per traversal.
+    """
+
+    topology: Literal["switch"] = Field(description='Fabric kind: "switch".')
+    switches: Annotated[int, Field(ge=1)] = Field(
+        description="Switches traffic is spread over (>= 1)."
+    )
+    switch_bandwidth: Bandwidth = Field(
+        description='Switching capacity of one switch, bytes/s (e.g. "12.8 Tb/s").'
+    )
+    latency: NonNegativeSeconds = Field("0 s", description="Seconds per traversal of the fabric.")
+
+
+class FatTreeSpec(StrictModel):
+    """A two-level fat tree: leaves with nodes below and uplinks to a non-blocking spine.
+
+    Traffic between leaves crosses the source leaf's uplinks and the destination
+    leaf's downlinks, spread evenly (ECMP) over the ``uplinks_per_leaf`` links;
+    traffic within a leaf crosses only the leaf switch, which is non-blocking.
+    """
+
+    topology: Literal["fat-tree"] = Field(description='Fabric kind: "fat-tree".')
+    leaves: Annotated[int, Field(ge=1)] = Field(description="Leaf switches (>= 1).")
+    nodes_per_leaf: Annotated[int, Field(ge=1)] = Field(
+        description="Endpoints attached to one leaf (>= 1); endpoints fill leaves in order."
+    )
+    uplinks_per_leaf: Annotated[int, Field(ge=1)] = Field(
+        description="Links from one leaf to the spine (>= 1), each used in both directions."
+    )
+    link_bandwidth: Bandwidth = Field(description="Bandwidth of one link per direction, bytes/s.")
+    latency: NonNegativeSeconds = Field(
+        "0 s", description="Seconds per switch hop (1 within a leaf, 3 leaf-spine-leaf)."
+    )
+
+
+class GroupKind(StrictModel):
+    """``count`` dragonfly groups of one role and size."""
+
+    role: Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z_]+$")] = Field(
+        description='Role of these groups, e.g. "compute", "io", "service" (letters and _ only).'
+    )
+    count: Annotated[int, Field(ge=1)] = Field(description="Groups of this kind (>= 1).")
+    routers: Annotated[int, Field(ge=1)] = Field(
+        description="Routers (switches) in one group (>= 1), connected all-to-all."
+    )
+    nodes_per_router: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Endpoints per router (>= 1); unset for no capacity limit."
+    )
+
+    @property
+    def capacity(self) -> int | None:
+        """Endpoints one group holds, or ``None`` for no limit."""
+        return None if self.nodes_per_router is None else self.routers * self.nodes_per_router
+
+
+class GlobalLinks(StrictModel):
+    """The global links between every group of one role and every group of another."""
+
+    between: tuple[str, str] = Field(
+        description='The two roles linked, e.g. ["compute", "io"]; the same role twice links '
+        "every pair of its groups."
+    )
+    links: Annotated[int, Field(ge=1)] = Field(
+        description="Global links between each pair of groups (>= 1)."
+    )
+    bandwidth: Bandwidth = Field(description="Bandwidth of one global link per direction, bytes/s.")
+
+
+class DragonflySpec(StrictModel):
+    """A dragonfly of groups with roles (compute, I/O, service) joined by global links.
+
+    Local (intra-group) links are modelled only when ``local_link_bandwidth`` is
+    set: each group then has one aggregate local resource of ``routers *
+    (routers - 1) / 2`` links (every router pair joined once) of that bandwidth,
+    crossed once by each byte that enters, leaves or transits the group.  This
+    counts every local link once at its per-direction rate, i.e. half the
+    all-to-all group's directed capacity: an even spread over all routers would
+    reach twice that, traffic concentrated on the routers holding the global
+    links less.  Unset, local links are not modelled: an all-to-all group has
+    far more local than global bandwidth, so it is rarely the I/O bottleneck.
+    """
+
+    topology: Literal["dragonfly"] = Field(description='Fabric kind: "dragonfly".')
+    groups: Annotated[list[GroupKind], Field(min_length=1)] = Field(
+        description="Group kinds; global group ids follow this order."
+    )
+    global_links: list[GlobalLinks] = Field(
+        description="Global link bundles per pair of roles (links and bandwidth per group pair)."
+    )
+    local_link_bandwidth: Bandwidth | None = Field(
+        None,
+        description="Bandwidth of one local (intra-group) link per direction, bytes/s; "
+        "unset to leave local links out.",
+    )
+    hop_latency: NonNegativeSeconds = Field(
+        "2 us",
+        description="Seconds per global-link traversal, including the local hops around it; "
+        "an intra-group path counts one (seed 000 §IV-B: 2 us).",
+    )
+    routing: Routing = Field(
+        "ugal", description='Routing policy: "minimal", "valiant" or "ugal" (adaptive).'
+    )
+    ugal_threshold: Annotated[float, Field(gt=0)] = Field(
+        2.0,
+        description="UGAL bias towards minimal paths: non-minimal when "
+        "queue_min x hops_min > threshold x queue_nonmin x hops_nonmin.",
+    )
+    intermediate_roles: list[str] | None = Field(
+        None,
+        description="Roles whose groups may be Valiant/UGAL intermediates (unset: all roles); "
+        "an intermediate must have global links to both ends.",
+    )
+
+    @model_validator(mode="after")
+    def _check_roles(self) -> DragonflySpec:
+        roles = sorted({g.role for g in self.groups})
+        known = ", ".join(roles)
+        seen: set[frozenset[str]] = set()
+        for i, bundle in enumerate(self.global_links):
+            for role in bundle.between:
+                if role not in roles:
+                    raise ValueError(
+                        f"global_links[{i}].between: role(={role!r}) has no groups "
+                        f"(roles with groups: {known})"
+                    )
+            key = frozenset(bundle.between)
+            if key in seen:
+                raise ValueError(
+                    f"global_links[{i}].between: {list(bundle.between)} is given twice"
+                )
+            seen.add(key)
+        for role in self.intermediate_roles or []:
+            if role not in roles:
+                raise ValueError(
+                    f"intermediate_roles: role(={role!r}) has no groups "
+                    f"(roles with groups: {known})"
+                )
+        role_graph: nx.Graph[str] = nx.Graph()
+        role_graph.add_nodes_from(roles)
+        role_graph.add_edges_from(b.between for b in self.global_links)
+        counts = {r: sum(g.count for g in self.groups if g.role == r) for r in roles}
+        lone = len(roles) == 1 and counts[roles[0]] > 1 and not role_graph.has_edge(*roles * 2)
+        if lone or not nx.is_connected(role_graph):
+            raise ValueError(
+                "global_links leave some groups unreachable from others "
+                f"(roles: {known}; links between: {[list(b.between) for b in self.global_links]})"
+            )
+        return self
+
+    @property
+    def n_groups(self) -> int:
+        """Number of groups."""
+        return sum(g.count for g in self.groups)
+
+
+#: A fabric of any topology; the ``topology`` key selects the schema.
+FabricSpec = Annotated[
+    SwitchFabricSpec | FatTreeSpec | DragonflySpec,
+    Field(discriminator="topology", description="The network fabric and its routing."),
+]
+
+
+def place(
+    n_nodes: int,
+    groups: list[GroupId],
+    nodes_per_group: int,
+    placement: Placement,
+    rng: np.random.Generator | None = None,
+) -> list[GroupId]:
+    """Assign ``n_nodes`` nodes to groups.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes to place (>= 0).
+    groups : list of int
+        Candidate groups, in order.
+    nodes_per_group : int
+        Nodes one group holds (>= 1).
+    placement : {"packed", "spread", "random"}
+        ``packed`` fills ``groups[0]``, then ``groups[1]``, ...; ``spread`` deals
+        round robin; ``random`` draws distinct free slots uniformly.
+    rng : numpy.random.Generator, optional
+        Required for ``random`` (e.g. ``sim.rng("perlmutter.placement")``).
+
+    Returns
+    -------
+    list of int
+        The group of each node.
+    """
+    if nodes_per_group < 1:
+        raise ValueError(f"nodes_per_group(={nodes_per_group}) must be >= 1")
+    if n_nodes < 0:
+        raise ValueError(f"n_nodes(={n_nodes}) must be >= 0")
+    capacity = len(groups) * nodes_per_group
+    if n_nodes > capacity:
+        raise ValueError(
+            f"n_nodes(={n_nodes}) exceeds the {capacity} slots of {len(groups)} groups "
+            f"x {nodes_per_group} nodes"
+        )
+    if placement == "packed":
+        return [groups[i // nodes_per_group] for i in range(n_nodes)]
+    if placement == "spread":
+        return [groups[i % len(groups)] for i in range(n_nodes)]
+    if placement == "random":
+        if rng is None:
+            raise ValueError('placement "random" needs an rng')
+        slots = rng.choice(capacity, size=n_nodes, replace=False)
+        return [groups[int(s) // nodes_per_group] for s in slots]
+    raise ValueError(f"placement(={placement!r}) must be one of packed, spread, random")

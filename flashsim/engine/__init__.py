@@ -1,0 +1,1 @@
+"""The simulation kernel: flows (max-min fair sharing), queues, randomness, probes."""

@@ -1,0 +1,140 @@
+"""A Lustre system assembled in a simulation: its servers, clients and fabric, built on use.
+
+Components and how they appear in each fidelity (one set of parameters):
+
+================  =========================================  ===============================
+component         flow fidelity (resource, capacity)          request fidelity (queue)
+================  =========================================  ===============================
+NIC port          bytes/s per direction (line x efficiency)  1 server, ``s / port_Bps``
+fabric links      bytes/s per direction (links x bandwidth)  ``links`` servers, ``s / link``
+OSS CPU           core-seconds/s = cores                     ``cores`` servers, RPC cost
+RAID engine       thread-seconds/s = threads                 ``threads`` servers, RMW cost
+drive command     unit-seconds/s = parallelism               ``parallelism`` servers
+drive data path   seconds/s = 1                              1 server, ``s / bw / eff``
+drive PCIe link   bytes/s per direction                      (pure latency)
+client OSC        bytes/s = slots x op / L (RPCs in flight)  semaphore of ``slots``
+================  =========================================  ===============================
+
+A flow crossing a time-based resource (capacity in busy-seconds per second)
+carries a weight equal to the busy time one operation costs there, so the
+flow's saturation rate equals the queue's saturation throughput: the two
+fidelities agree by construction wherever a capacity binds.
+"""
+
+from __future__ import annotations
+
+from flashsim.components.fabric import Fabric
+from flashsim.components.placement import Placement
+from flashsim.engine.flows import Resource
+from flashsim.engine.simulation import Simulation
+from flashsim.systems.base import BuiltSystem, Fidelity
+from flashsim.systems.lustre_cost import ost_path
+from flashsim.systems.lustre_describe import role_of
+from flashsim.systems.lustre_model import LustreModel
+from flashsim.systems.lustre_nodes import (
+    ClientNode,
+    OpCost,
+    OpKind,
+    OstNode,
+    ServerNode,
+    build_client,
+    build_server,
+    data_directions,
+)
+
+
+class LustreCore(BuiltSystem):
+    """Servers, targets, clients and the fabric of a Lustre system, built on first use.
+
+    Parameters
+    ----------
+    model : LustreModel
+        The model file.
+    sim : Simulation
+        The simulation.
+    fidelity : {"flow", "request"}
+        Default fidelity of IOR phases.
+    """
+
+    def __init__(self, model: LustreModel, sim: Simulation, fidelity: Fidelity) -> None:
+        super().__init__(sim, fidelity)
+        self.model = model
+        self.servers: dict[int, ServerNode] = {}
+        self.clients: dict[int, ClientNode] = {}
+        self.fabric = Fabric(sim, f"{model.name}.fabric", model.fabric)
+        self._io_groups = len(self.fabric.groups_of(role_of(model.fabric, "io")))
+        spec = model.client.placement
+        capacities = [
+            self.fabric.topology.group_capacity[g]
+            for g in self.fabric.groups_of(role_of(model.fabric, spec.role))
+        ]
+        self.placement = Placement(spec, capacities, sim.rng(f"{model.name}.placement"))
+
+    @property
+    def n_osts(self) -> int:
+        """Object storage targets in the system."""
+        return self.model.oss.count * self.model.oss.targets_per_server
+
+    def server(self, index: int) -> ServerNode:
+        """OSS ``index``, built on first use and attached to its I/O group."""
+        if index in self.servers:
+            return self.servers[index]
+        if not 0 <= index < self.model.oss.count:
+            raise ValueError(f"OSS index {index} is outside 0..{self.model.oss.count - 1}")
+        name = f"{self.model.name}.oss{index}"
+        node = build_server(self.sim, name, index, self.model.oss)
+        self.fabric.attach(name, role_of(self.model.fabric, "io"), self.server_group(index))
+        self.servers[index] = node
+        return node
+
+    def server_group(self, index: int) -> int:
+        """I/O group (index among the ``io`` groups) of OSS ``index``: dealt round robin."""
+        return index % self._io_groups
+
+    def client(self, index: int) -> ClientNode:
+        """Compute node ``index``, built on first use and attached to its compute group."""
+        if index in self.clients:
+            return self.clients[index]
+        name = f"{self.model.name}.client{index}"
+        node = build_client(self.sim, name, self.model.client.nic)
+        self.fabric.attach(name, self.model.client.placement.role, self.placement.group_of(index))
+        self.clients[index] = node
+        return node
+
+    def ost(self, index: int) -> tuple[ServerNode, OstNode]:
+        """The server and target of OST ``index``."""
+        per = self.model.oss.targets_per_server
+        server = self.server(index // per)
+        return server, server.osts[index % per]
+
+    def server_path(
+        self, server: ServerNode, ost: OstNode, cost: OpCost, share: float = 1.0
+    ) -> list[tuple[Resource, float]]:
+        """Flow path (resource, weight) through ``server`` and ``ost`` for ``share`` of a flow."""
+        _, s_dir = data_directions(cost.op)
+        path = server.nic.path(s_dir, share)
+        if cost.cpu_s > 0:
+            path.append((server.cpu, share * cost.cpu_s))
+        path.extend(ost_path(ost, cost, share))
+        return path
+
+    def account_wear(self) -> None:
+        """Add the bytes flows wrote to each drive (its PCIe down-link) to its wear state.
+
+        Request fidelity records each write as it happens; flows are accounted here,
+        once per phase, from the links' byte counters.
+        """
+        for server in self.servers.values():
+            for ost in server.osts:
+                for state, link in zip(ost.states, ost.link_down, strict=False):
+                    total = self.sim.flows.bytes_moved(link)
+                    state.record_write(total - state.flow_bytes_B)
+                    state.flow_bytes_B = total
+
+    def ost_peak_Bps(self, op: OpKind, targets: int = 1) -> float:
+        """Nominal bandwidth (bytes/s) of ``targets`` OSTs (``ServerSpec.target_peak_Bps``)."""
+        return targets * self.model.oss.target_peak_Bps(op)
+
+    def ost_peak_iops(self, op: OpKind, targets: int = 1, size_B: float = 4096.0) -> float:
+        """Nominal operations/s of ``targets`` OSTs (see :meth:`ServerSpec.target_peak_iops`)."""
+        return targets * self.model.oss.target_peak_iops(op, size_B)

@@ -1,0 +1,316 @@
+"""IOR on Lustre: which targets each rank's file uses, its flow path, and its requests.
+
+A rank's flow crosses its node's NIC ports, the fabric to each server, the
+server side of its file's stripe set (stored once as a shared segment) and
+its node's OSC windows for that stripe set.  Request fidelity visits the
+same stages, one RPC at a time.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import simpy
+
+from flashsim.engine.flows import Resource, Segment
+from flashsim.engine.simulation import Simulation
+from flashsim.systems.base import Fidelity
+from flashsim.systems.lustre_core import LustreCore
+from flashsim.systems.lustre_cost import op_cost, visit_drives
+from flashsim.systems.lustre_model import LustreModel
+from flashsim.systems.lustre_nodes import (
+    ClientNode,
+    OpCost,
+    OpKind,
+    ServerNode,
+    data_directions,
+)
+from flashsim.workloads.ior import IorPhase, RankStream
+
+#: Request fidelity: most server operations one rank keeps in flight (buffered
+#: writes could otherwise ask for thousands; a few dozen saturate any server).
+MAX_REQUEST_CONCURRENCY = 32
+
+PathEntries = list[tuple[Resource | Segment, float]]
+
+
+@dataclass
+class RankContext:
+    """Per-rank state of an IOR phase (request fidelity)."""
+
+    node: ClientNode
+    targets: list[int]
+    cost: OpCost
+    gated: bool
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+
+
+class LustreIor(LustreCore):
+    """The IOR protocol (:class:`~flashsim.workloads.ior.IorRunner`) on a Lustre system.
+
+    Attributes
+    ----------
+    share_stripe_sets : bool
+        Store each stripe set's server paths (and each client's OSCs for it)
+        once, as shared flow segments, so a rank striped over S targets costs
+        O(1) instead of O(S).  ``False`` expands them into every rank's path:
+        the same results, at ranks x targets cost (kept to test that).
+    """
+
+    share_stripe_sets: bool = True
+
+    def __init__(self, model: LustreModel, sim: Simulation, fidelity: Fidelity) -> None:
+        super().__init__(model, sim, fidelity)
+        self._ranks: list[RankContext] = []
+        # Shared flow segments: stripe sets (server side) and each client's OSCs for them.
+        self._stripe_segments: dict[tuple[Any, ...], Segment] = {}
+        self._osc_segments: dict[tuple[str, tuple[int, ...]], Segment] = {}
+        self._route_rng = sim.rng(f"{model.name}.routing")
+
+    def _targets(self, phase: IorPhase, rank: int) -> list[int]:
+        lc = self.model.client.lustre
+        count = phase.layout.stripe_count or lc.stripe_count
+        count = min(count, self.n_osts)
+        if phase.layout.first_target is not None:
+            first = phase.layout.first_target
+        else:
+            file_index = phase.file_of(rank) if phase.file_per_process else 0
+            first = (file_index * count) % self.n_osts
+        return [(first + k) % self.n_osts for k in range(count)]
+
+    def ior_prepare(self, phase: IorPhase, repetition: int) -> None:
+        """Build the clients and targets the phase touches.
+
+        The OSS keeps no object data in DRAM unless ``read_cache`` is set, and
+        client caches hold no data a later read can hit (``drop_caches`` and
+        ``-C`` as the seed ran them), so nothing else needs resetting.
+        """
+        for node in range(phase.nodes):
+            self.client(node)
+        for r in range(phase.ranks):
+            for t in self._targets(phase, r):
+                self.ost(t)
+
+    def ior_streams(self, phase: IorPhase) -> list[RankStream]:
+        """Per-rank flow paths and caps; also prepares request-fidelity contexts."""
+        lc = self.model.client.lustre
+        op: OpKind = phase.operation
+        sequential = phase.access == "sequential"
+        write = op == "write"
+        t = phase.transfer_size
+        op_B = lc.server_op_B(t, sequential, phase.direct_io, write)
+        per_rpc = lc.ops_per_rpc(t, sequential, phase.direct_io, write)
+        rank_q = lc.rank_concurrency(t, sequential, phase.direct_io, write)
+        slots = lc.rpcs_in_flight * per_rpc
+        c_dir, _ = data_directions(op)
+        self.fabric.plan(self._offered(phase, op_B, rank_q))
+        streams: list[RankStream] = []
+        self._ranks = []
+        costs: dict[int, OpCost] = {}
+        stripes: dict[tuple[int, ...], tuple[PathEntries, float]] = {}
+        routes: dict[tuple[int, tuple[int, ...]], PathEntries] = {}
+        oscs: dict[tuple[int, tuple[int, ...]], PathEntries] = {}
+        op_key = (op, op_B, sequential, per_rpc)
+        for r in range(phase.ranks):
+            node_index = phase.node_of(r)
+            node = self.client(node_index)
+            group = self.fabric.group_of(node.name)
+            targets = tuple(self._targets(phase, r))
+            if targets not in stripes:
+                stripes[targets] = self._stripe_path(targets, op_key, costs)
+            server_side, latency = stripes[targets]
+            if (group, targets) not in routes:
+                routes[group, targets] = self._route(node, targets, op)
+            if (node_index, targets) not in oscs:
+                oscs[node_index, targets] = self._osc_path(node, targets, slots, op_B, costs)
+            path: PathEntries = list(node.nic.path(c_dir))
+            path.extend(routes[group, targets])
+            path.extend(server_side)
+            path.extend(oscs[node_index, targets])
+            conc = min(rank_q, MAX_REQUEST_CONCURRENCY)
+            gated = phase.ranks_per_node * conc > slots
+            self._ranks.append(
+                RankContext(node=node, targets=list(targets), cost=costs[targets[0]], gated=gated)
+            )
+            streams.append(
+                RankStream(
+                    path=tuple(path),
+                    op_size_B=op_B,
+                    rate_cap_Bps=rank_q * op_B / latency,
+                    concurrency=conc,
+                    write_behind_B=lc.write_behind_B(phase.direct_io, phase.ranks_per_node)
+                    if write
+                    else 0.0,
+                )
+            )
+        return streams
+
+    def _offered(self, phase: IorPhase, op_B: float, rank_q: int) -> dict[tuple[str, str], float]:
+        """Offered load (bytes/s) per (source, destination) endpoint pair, for adaptive routing.
+
+        A rank offers at most its node's NIC share and its own round-trip cap
+        (at zero load), spread evenly over its file's targets.
+        """
+        c_dir, _ = data_directions(phase.operation)
+        nic_Bps = self.model.client.nic.node_Bps(c_dir) / phase.ranks_per_node
+        demand: dict[tuple[str, str], float] = {}
+        for r in range(phase.ranks):
+            node = self.client(phase.node_of(r))
+            targets = self._targets(phase, r)
+            share = nic_Bps / len(targets)
+            for tgt in targets:
+                server, _ = self.ost(tgt)
+                key = (
+                    (node.name, server.name)
+                    if phase.operation == "write"
+                    else (server.name, node.name)
+                )
+                demand[key] = demand.get(key, 0.0) + share
+        return demand
+
+    def _route(self, node: ClientNode, targets: tuple[int, ...], op: OpKind) -> PathEntries:
+        """Fabric entries of a file striped over ``targets``, from or to ``node``.
+
+        Each target takes 1/S of the bytes; entries of the same link are merged.
+        """
+        weights: dict[Resource, float] = {}
+        share = 1.0 / len(targets)
+        for tgt in targets:
+            server, _ = self.ost(tgt)
+            src, dst = (node.name, server.name) if op == "write" else (server.name, node.name)
+            for res, w in self.fabric.path(src, dst, share):
+                weights[res] = weights.get(res, 0.0) + w
+        return list(weights.items())
+
+    def _stripe_path(
+        self,
+        targets: tuple[int, ...],
+        op_key: tuple[OpKind, float, bool, int],
+        costs: dict[int, OpCost],
+    ) -> tuple[PathEntries, float]:
+        """Server side of a file striped over ``targets``, and its slowest round trip (s).
+
+        Each target takes 1/S of the bytes.  A stripe set wider than one target
+        is stored once as a shared segment, so a rank using it costs one entry
+        whatever S is (DESIGN §2; ranks + targets, not ranks x targets).
+        """
+        op, op_B, sequential, per_rpc = op_key
+        share = 1.0 / len(targets)
+        entries: list[tuple[Resource, float]] = []
+        latency = 0.0
+        for tgt in targets:
+            server, ost = self.ost(tgt)
+            if tgt not in costs:
+                fabric_s = self.fabric.latency_s(*self._endpoints_to(server.name, op))
+                costs[tgt] = op_cost(self.model, ost, op, op_B, sequential, per_rpc, fabric_s)
+            cost = costs[tgt]
+            latency = max(latency, cost.latency_s)
+            entries.extend(self.server_path(server, ost, cost, share))
+        if len(targets) == 1 or not self.share_stripe_sets:
+            return list(entries), latency
+        key = (targets, *op_key)
+        segment = self._stripe_segments.get(key)
+        if segment is None:
+            name = f"{self.model.name}.stripe{len(self._stripe_segments)}.{op}"
+            segment = self.sim.flows.add_segment(name, entries)
+            self._stripe_segments[key] = segment
+        return [(segment, 1.0)], latency
+
+    def _endpoints_to(self, server: str, op: OpKind) -> tuple[str, str]:
+        """A representative (source, destination) pair between a client and ``server``."""
+        client = self.client(0).name
+        return (client, server) if op == "write" else (server, client)
+
+    def _osc_path(
+        self,
+        node: ClientNode,
+        targets: tuple[int, ...],
+        rpc_slots: int,
+        op_B: float,
+        costs: dict[int, OpCost],
+    ) -> PathEntries:
+        """The client's OSC windows for ``targets``: ``rpc_slots`` operations of
+        ``op_B`` bytes in flight per round trip (s) of each target's cost."""
+        share = 1.0 / len(targets)
+        for tgt in targets:
+            window = rpc_slots * op_B / costs[tgt].latency_s
+            if tgt not in node.osc:
+                node.osc[tgt] = self.sim.flows.add_resource(f"{node.name}.osc{tgt}", window)
+            else:
+                self.sim.flows.set_capacity(node.osc[tgt], capacity_Bps=window)
+            if tgt not in node.slots:
+                node.slots[tgt] = simpy.Resource(self.sim.env, capacity=rpc_slots)
+        entries: list[tuple[Resource, float]] = [(node.osc[tgt], share) for tgt in targets]
+        if len(targets) == 1 or not self.share_stripe_sets:
+            return list(entries)
+        key = (node.name, targets)
+        segment = self._osc_segments.get(key)
+        if segment is None:
+            name = f"{node.name}.oscs{len(self._osc_segments)}"
+            segment = self.sim.flows.add_segment(name, entries)
+            self._osc_segments[key] = segment
+        return [(segment, 1.0)]
+
+    def ior_request(
+        self, phase: IorPhase, rank: int, stream: RankStream
+    ) -> Generator[simpy.Event, Any, None]:
+        """One server operation through the queues, from the rank's call to its completion."""
+        ctx = self._ranks[rank]
+        env = self.sim.env
+        k = next(ctx.counter)
+        tgt = ctx.targets[k % len(ctx.targets)]
+        server, ost = self.ost(tgt)
+        cost = ctx.cost
+        slot = ctx.node.slots[tgt] if ctx.gated else None
+        req = slot.request() if slot is not None else None
+        if req is not None:
+            yield req
+        try:
+            yield env.timeout(cost.fixed_delay_s)
+            if cost.op == "write":
+                yield from self._request_network(ctx.node, server, cost)
+            if cost.cpu_s > 0:
+                yield server.q_cpu.visit(cost.cpu_s)
+            if cost.raid_s > 0 and ost.q_raid is not None:
+                yield ost.q_raid.visit(cost.raid_s)
+            yield from visit_drives(env, ost, cost)
+            if cost.op == "read":
+                yield from self._request_network(ctx.node, server, cost)
+        finally:
+            if slot is not None and req is not None:
+                slot.release(req)
+
+    def _request_network(
+        self, node: ClientNode, server: ServerNode, cost: OpCost
+    ) -> Generator[simpy.Event, Any, None]:
+        """The data of one operation through the sender's NIC, the fabric and the receiver's NIC.
+
+        The route is chosen when the data reaches the fabric (adaptive routing
+        sees the queues as they are then).
+        """
+        c_dir, s_dir = data_directions(cost.op)
+        size = cost.size_B
+        if cost.op == "write":
+            yield node.nic.visit(c_dir, size)
+            src, dst = node.name, server.name
+        else:
+            yield server.nic.visit(s_dir, size)
+            src, dst = server.name, node.name
+        for queue, service_s in self.fabric.request_hops(src, dst, size, self._route_rng):
+            yield queue.visit(service_s)
+        if cost.op == "write":
+            yield server.nic.visit(s_dir, size)
+        else:
+            yield node.nic.visit(c_dir, size)
+
+    def ior_peaks(self, phase: IorPhase) -> dict[str, float]:
+        """Datasheet peaks of the OSTs the phase uses (the seed's efficiency denominators)."""
+        targets = {t for r in range(phase.ranks) for t in self._targets(phase, r)}
+        n = len(targets)
+        return {
+            "bandwidth_Bps": self.ost_peak_Bps(phase.operation, n),
+            "iops": self.ost_peak_iops(phase.operation, n, phase.transfer_size),
+        }

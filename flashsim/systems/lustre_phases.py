@@ -1,0 +1,194 @@
+"""Lustre's server-side tests: ``obdfilter-survey`` (one OST alone) and LNet Self-Test.
+
+Both run in flow fidelity: they measure a layer's bandwidth, which a flow
+saturating that layer gives exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from flashsim.components.nic import Direction
+from flashsim.config import Bytes, Seconds, StrictModel
+from flashsim.engine.flows import Flow, Resource
+from flashsim.measure.results import PhaseResult
+from flashsim.systems.lustre_core import LustreCore
+from flashsim.systems.lustre_cost import op_cost, ost_path
+
+OpKind = Literal["read", "write"]
+
+
+class ObdfilterPhase(StrictModel):
+    """``obdfilter-survey`` on one OST: the target's stack alone, no client or network.
+
+    Attributes
+    ----------
+    ost : int
+        Target index.
+    threads : int
+        Concurrent threads (``thrhi``).
+    objects : int
+        Objects (``nobjhi``).
+    record_size : float
+        Bytes per I/O (``rszhi``).
+    size : float
+        Total bytes per OST (``size``).
+    """
+
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
+    workload: Literal["obdfilter-survey"]
+    operation: OpKind = Field(description="Write or read test of the target.")
+    ost: Annotated[int, Field(ge=0)] = 0
+    threads: Annotated[int, Field(ge=1)] = 1024
+    objects: Annotated[int, Field(ge=1)] = 1
+    record_size: Bytes = "4 MiB"
+    size: Bytes = "512 MiB"
+
+
+class LnetSelftestPhase(StrictModel):
+    """LNet Self-Test: bulk transfers between ``sources`` servers and one sink OSS.
+
+    ``read`` moves data out of the sink (its egress); ``write`` moves data into it.
+
+    Attributes
+    ----------
+    sink : int
+        OSS index under test.
+    sources : int
+        Peer servers driving it.
+    concurrency : int
+        Requests in flight per source.
+    size : float
+        Bytes per bulk request.
+    duration : float
+        Test length (s).
+    cross_group : bool
+        Whether the sources sit in another I/O group (traffic crosses global links).
+    """
+
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
+    workload: Literal["lnet-selftest"]
+    operation: OpKind = Field(
+        description="`read` moves data out of the sink (egress), `write` into it."
+    )
+    sink: Annotated[int, Field(ge=0)] = 0
+    sources: Annotated[int, Field(ge=1)] = 2
+    concurrency: Annotated[int, Field(ge=1)] = 8
+    size: Bytes = "1 MiB"
+    duration: Seconds = "10 s"
+    cross_group: bool = True
+
+
+def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
+    """``obdfilter-survey``: threads driving one OST directly (no client, network or RPC)."""
+    sim = system.sim
+    _, ost = system.ost(phase.ost)
+    cost = op_cost(system.model, ost, phase.operation, phase.record_size, sequential=True)
+    records = max(1, int(phase.size // phase.record_size))
+    threads = min(phase.threads, records)
+    per_thread = records / threads * phase.record_size
+    path = ost_path(ost, cost)
+    drive_latency = cost.latency_s - cost.fixed_delay_s - cost.cpu_s - cost.nic_s
+    cap = phase.record_size / max(drive_latency, 1e-9)
+    start = sim.now
+    flows = [
+        sim.flows.start_flow(
+            per_thread,
+            path,
+            rate_cap_Bps=cap,
+            op_size_B=phase.record_size,
+            name=f"{phase.name}.t{i}",
+        )
+        for i in range(threads)
+    ]
+    sim.run(sim.env.all_of([f.done for f in flows]))
+    elapsed = sim.now - start
+    total = per_thread * threads
+    bw = total / elapsed
+    peak = system.ost_peak_Bps(phase.operation)
+    return PhaseResult(
+        name=phase.name,
+        operation=phase.operation,
+        bandwidth_Bps=bw,
+        iops=bw / phase.record_size,
+        ranks=threads,
+        transfer_size_B=phase.record_size,
+        sim_time_s=elapsed,
+        bytes_B=total,
+        extra={"efficiency": bw / peak, "peak_Bps": peak, "ost": phase.ost},
+    )
+
+
+def lnet_sources(system: LustreCore, phase: LnetSelftestPhase) -> list[int]:
+    """The source OSSes of an LNet test: the first ``sources`` servers in another I/O group
+    than the sink (``cross_group``) or in the same one."""
+    n_oss = system.model.oss.count
+    sink_group = system.server_group(phase.sink)
+    found: list[int] = []
+    for i in range(n_oss):
+        if i == phase.sink:
+            continue
+        other = system.server_group(i) != sink_group
+        if other == phase.cross_group:
+            found.append(i)
+            if len(found) == phase.sources:
+                return found
+    where = "another I/O group" if phase.cross_group else "the sink's I/O group"
+    raise ValueError(
+        f"phase {phase.name!r}: needs {phase.sources} source OSSes in {where}, found {len(found)}"
+    )
+
+
+def run_lnet(system: LustreCore, phase: LnetSelftestPhase) -> PhaseResult:
+    """LNet Self-Test: ``sources`` peer servers move bulk data to or from one sink OSS.
+
+    The transfers cross the sources' and the sink's NIC ports and the fabric
+    between their I/O groups (global links when they sit in different groups).
+    """
+    sim = system.sim
+    sink = system.server(phase.sink)
+    others = lnet_sources(system, phase)
+    # write: sources send into the sink; read: the sink sends to the sources.
+    sink_dir: Direction = "ingress" if phase.operation == "write" else "egress"
+    src_dir: Direction = "egress" if phase.operation == "write" else "ingress"
+    nic = system.model.oss.nic
+    flows: list[Flow] = []
+    start = sim.now
+    huge = 1e18
+    for k, src_index in enumerate(others):
+        src = system.server(src_index)
+        a, b = (src.name, sink.name) if phase.operation == "write" else (sink.name, src.name)
+        hop_s = system.fabric.latency_s(a, b)
+        rtt = 2.0 * (hop_s + 2 * nic.latency) + 2 * phase.size / nic.port_Bps(src_dir)
+        cap = phase.concurrency * phase.size / rtt
+        path: list[tuple[Resource, float]] = src.nic.path(src_dir)
+        path += system.fabric.path(a, b)
+        path += sink.nic.path(sink_dir)
+        flows.append(
+            sim.flows.start_flow(
+                huge, path, rate_cap_Bps=cap, op_size_B=phase.size, name=f"{phase.name}.s{k}"
+            )
+        )
+    sim.run(sim.now + phase.duration)
+    total = sum(sim.flows.cancel_flow(f) for f in flows)
+    bw = total / (sim.now - start)
+    line = nic.line_rate_Bps()
+    ssd = system.ost_peak_Bps(phase.operation) * system.model.oss.targets_per_server
+    return PhaseResult(
+        name=phase.name,
+        operation=phase.operation,
+        bandwidth_Bps=bw,
+        iops=bw / phase.size,
+        ranks=phase.sources,
+        transfer_size_B=phase.size,
+        sim_time_s=sim.now - start,
+        bytes_B=total,
+        extra={
+            "efficiency": bw / line,
+            "line_rate_Bps": line,
+            "lnet_over_ssd_peak": bw / ssd,
+            "sink": phase.sink,
+        },
+    )

@@ -1,0 +1,161 @@
+"""What ``flashsim describe`` says about a ``vast`` model, and the checks before a run.
+
+:func:`describe_model` gives the theoretical peak of each layer (client HCAs,
+CNode ports, DNode ports, SCM and QLC drives) and the derived numbers the
+seed states (aggregate drive bandwidths, usable QLC, buffer turnover);
+:func:`check_model` and :func:`check_phase` refuse what the model cannot
+run, before anything is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flashsim.components.nfs import NfsClientModel
+from flashsim.config import warn
+from flashsim.systems.base import Description, LayerPeak, bottleneck, check_size
+from flashsim.systems.vast_model import VastModel, ssd
+from flashsim.systems.vast_phases import buffered_write
+from flashsim.workloads.ior import FileLayout, IorPhase
+
+
+def check_model(model: VastModel) -> None:
+    """Cross-field checks of a model file; raise ``ValueError("key: message")``."""
+    ssd(model.dnode.scm_drive, "dnode.scm_drive")
+    ssd(model.dnode.qlc_drive, "dnode.qlc_drive")
+    n_qlc = model.dnode.count * model.dnode.qlc_drives
+    if model.tier.ec_data + model.tier.ec_parity > n_qlc:
+        raise ValueError(
+            f"tier.ec_data: ec_data + ec_parity must not exceed the {n_qlc} QLC drives"
+        )
+
+
+def check_phase(model: VastModel, phase: Any) -> None:
+    """Client nodes within ``client.count``; ranks within :func:`check_size` (h1, issue 11)."""
+    nodes, per_node = getattr(phase, "nodes", None), getattr(phase, "ranks_per_node", 1)
+    most = max(nodes, default=0) if isinstance(nodes, list) else nodes
+    if isinstance(most, int) and most > model.client.count:
+        raise ValueError(
+            f"nodes: {most} client nodes; the model has {model.client.count} (client.count)"
+        )
+    ppn = max(per_node, default=1) if isinstance(per_node, list) else per_node
+    if isinstance(most, int) and isinstance(ppn, int):
+        check_size("ranks_per_node", most * ppn, 16, f"nodes x ranks_per_node = {most} x {ppn}")
+    if isinstance(phase, IorPhase):
+        if phase.layout != FileLayout():
+            warn(
+                f"phase {phase.name!r}: layout (Lustre striping) is not modelled on a vast "
+                "system: NFS files are spread over the DNodes by the servers, not the client"
+            )
+        if not phase.drop_caches:
+            warn(
+                f"phase {phase.name!r}: drop_caches = false is not modelled: the client "
+                "page cache holds only write-back data, so reads always go to the servers"
+            )
+    if buffered_write(phase) and getattr(phase, "fidelity", None) == "request":
+        raise ValueError(
+            "fidelity: buffered writes run in flow fidelity only on a vast system (the client "
+            "page cache is a flow-fidelity buffer); expected 'flow', or direct_io = true"
+        )
+
+
+def describe_model(model: VastModel) -> Description:
+    """Component counts, per-layer peaks, bottlenecks and derived numbers of ``model``."""
+    cn, dn, cl = model.cnode, model.dnode, model.client
+    scm = ssd(dn.scm_drive, "dnode.scm_drive")
+    qlc = ssd(dn.qlc_drive, "dnode.qlc_drive")
+    tier = model.tier
+    n_scm = dn.count * dn.scm_drives
+    n_qlc = dn.count * dn.qlc_drives
+    copies = tier.scm_copies
+    k, m = tier.ec_data, tier.ec_parity
+    cm = NfsClientModel(cl)
+    scm_write = n_scm * scm.write_bandwidth * tier.scm_write_efficiency / copies
+    # Sustained ingest with migration following it: each user byte costs
+    # copies writes + 1 migration read on SCM (drive time-shared).
+    per_byte = copies * scm.read_bandwidth / (scm.write_bandwidth * tier.scm_write_efficiency) + 1.0
+    scm_sustained = n_scm * scm.read_bandwidth / per_byte
+    layers = [
+        LayerPeak(
+            "system",
+            "client HCAs",
+            cl.count,
+            cl.count * cm.nic_Bps("ingress"),
+            cl.count * cm.nic_Bps("egress"),
+            note=f"{cm.ports} x EDR per client",
+        ),
+        LayerPeak(
+            "system",
+            "CNode client ports",
+            cn.count,
+            cn.count * cn.client_nic.node_Bps("egress"),
+            cn.count * cn.client_nic.node_Bps("ingress"),
+        ),
+        LayerPeak(
+            "system",
+            "CNode fabric ports",
+            cn.count,
+            cn.count * cn.fabric_nic.node_Bps("ingress"),
+            cn.count * cn.fabric_nic.node_Bps("egress") / copies,
+            note=f"writes cross {copies}x (replicas)",
+        ),
+        LayerPeak(
+            "system",
+            "DNode fabric ports",
+            dn.count,
+            dn.count * dn.fabric_nic.node_Bps("egress"),
+            dn.count * dn.fabric_nic.node_Bps("ingress") / copies,
+        ),
+        LayerPeak(
+            "system",
+            "SCM drives",
+            n_scm,
+            n_scm * scm.read_bandwidth * tier.scm_read_efficiency,
+            scm_sustained,
+            note=f"reads at {tier.scm_read_efficiency:g} of datasheet; writes: {copies} "
+            f"replicas at {tier.scm_write_efficiency:g} of datasheet, +1 migration read",
+        ),
+        LayerPeak(
+            "system",
+            "QLC drives",
+            n_qlc,
+            n_qlc * qlc.read_bandwidth,
+            n_qlc * qlc.write_bandwidth * k / (k + m),
+            note="reads of aged data; migration",
+        ),
+    ]
+    qlc_raw = n_qlc * qlc.capacity
+    qlc_usable = qlc_raw * k / (k + m)
+    ratio = tier.write_buffer / qlc_usable
+    derived: dict[str, float] = {
+        "scm_read_GBps": n_scm * scm.read_bandwidth / 1e9,
+        "qlc_read_GBps": n_qlc * qlc.read_bandwidth / 1e9,
+        "qlc_usable_TB": qlc_usable / 1e12,
+        "scm_write_GBps_no_migration": scm_write / 1e9,
+        "scm_write_GBps_sustained": scm_sustained / 1e9,
+        "buffer_to_qlc_ratio": ratio,
+        "qlc_per_buffer": 1.0 / ratio,
+    }
+    if model.turnover is not None:
+        buffer_B = model.turnover.capacity * ratio
+        rate = model.turnover.daily_writes / 86400.0
+        derived["turnover_buffer_TB"] = buffer_B / 1e12
+        derived["turnover_minutes"] = buffer_B / rate / 60.0
+    return Description(
+        system=model.name,
+        kind="vast",
+        components={
+            "clients": cl.count,
+            "cnodes": cn.count,
+            "dnodes": dn.count,
+            "scm_drives": n_scm,
+            "qlc_drives": n_qlc,
+            "fabric_switches": model.fabric.switches,
+        },
+        layers=layers,
+        bottlenecks={
+            "read": bottleneck(layers, "system", "read_Bps"),
+            "write": bottleneck(layers, "system", "write_Bps"),
+        },
+        derived=derived,
+    )

@@ -1,0 +1,136 @@
+"""The model file of ``kind = "vast"``: CNodes, DNodes, the NVMe fabric, clients and the tier.
+
+Seed 002 Fig. 1 and Appendix A: client nodes mount the system over NFS/RDMA;
+stateless CNodes bridge the client network and an NVMe-oF fabric; DNodes
+project bare SCM and QLC drives over that fabric.  Every value is SI (bytes,
+seconds, bytes/s) once parsed.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from flashsim.components.cpu import CpuSpec
+from flashsim.components.drive import DriveField
+from flashsim.components.nfs import NfsClientSpec
+from flashsim.components.nic import NicSpec
+from flashsim.components.ssd import SsdSpec
+from flashsim.components.tier import TierSpec
+from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, StrictModel
+
+
+class CNodeSpec(StrictModel):
+    """The CNodes (protocol and data-path servers).
+
+    Attributes
+    ----------
+    count : int
+        CNodes.
+    cpu : CpuSpec
+        Processors of one CNode.
+    client_nic : NicSpec
+        Ports to the client network.
+    fabric_nic : NicSpec
+        Ports to the NVMe fabric.
+    op_latency : float
+        Seconds a small RPC spends in the client NFS/RDMA stack and the CNode
+        (metadata lookups and transactions in SCM), excluding media and wire.
+    """
+
+    count: Annotated[int, Field(ge=1)]
+    cpu: CpuSpec
+    client_nic: NicSpec
+    fabric_nic: NicSpec
+    op_latency: NonNegativeSeconds
+
+
+class DNodeSpec(StrictModel):
+    """The DNodes (drive enclosures on the NVMe fabric).
+
+    Attributes
+    ----------
+    count : int
+        DNodes.
+    cpu : CpuSpec or None
+        Processors (they do little beyond NVMe-oF target work).
+    fabric_nic : NicSpec
+        Ports to the NVMe fabric.
+    scm_drives, qlc_drives : int
+        Drives per DNode.
+    scm_drive, qlc_drive : SsdSpec
+        Drive datasheets (a path relative to the model file, or a table).
+    qlc_read_overhead : float
+        Seconds a small read from QLC costs beyond the drive's datasheet
+        latency (erasure-coded, compressed chunk reconstruction).
+    """
+
+    count: Annotated[int, Field(ge=1)]
+    cpu: CpuSpec | None = None
+    fabric_nic: NicSpec
+    scm_drives: Annotated[int, Field(ge=1)]
+    qlc_drives: Annotated[int, Field(ge=1)]
+    scm_drive: DriveField
+    qlc_drive: DriveField
+    qlc_read_overhead: NonNegativeSeconds = "0 s"
+
+
+class FabricSpec(StrictModel):
+    """The NVMe fabric between CNodes and DNodes.
+
+    Attributes
+    ----------
+    switches : int
+        Switches (traffic is spread over them).
+    switch_bandwidth : float
+        Switching capacity of one switch in bytes/s.
+    latency : float
+        Seconds per traversal.
+    """
+
+    switches: Annotated[int, Field(ge=1)]
+    switch_bandwidth: Bandwidth
+    latency: NonNegativeSeconds = "0 s"
+
+
+class TurnoverSpec(StrictModel):
+    """A what-if for :meth:`VastKind.describe`: a system of another size and write load.
+
+    Attributes
+    ----------
+    capacity : float
+        Usable capacity of the hypothetical system in bytes.
+    daily_writes : float
+        Bytes written per day.
+    """
+
+    capacity: Bytes
+    daily_writes: Bytes
+
+
+class VastModel(StrictModel):
+    """Model file of ``kind = "vast"``."""
+
+    kind: Literal["vast"]
+    name: str = Field(description="System name, for reports.")
+    description: str = Field("", description="Free text, for reports.")
+    cnode: CNodeSpec
+    dnode: DNodeSpec
+    fabric: FabricSpec
+    client: NfsClientSpec
+    tier: TierSpec
+    turnover: TurnoverSpec | None = None
+
+
+def ssd(spec: Any, key: str) -> SsdSpec:
+    """``spec`` as an :class:`SsdSpec`; a VAST drive must be an SSD.
+
+    Raises
+    ------
+    ValueError
+        ``"<key>: ..."`` for any other drive kind.
+    """
+    if not isinstance(spec, SsdSpec):
+        raise ValueError(f"{key}: a VAST drive must be an SSD (kind = 'ssd')")
+    return spec

@@ -1,0 +1,216 @@
+"""The built ``vast`` system: the IOR protocol over its topology, and the SCM prefill.
+
+:class:`VastSystem` drives :class:`~flashsim.workloads.ior.IorRunner` over the
+paths of :class:`~flashsim.systems.vast_topology.VastTopology` (flow fidelity)
+and the drive queues of :class:`~flashsim.systems.vast_request.VastRequests`
+(request fidelity).  Study phases, whose tests each need a fresh system, are
+handed to the runner the kind gives it (:mod:`flashsim.systems.vast_study`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import simpy
+
+from flashsim.engine.flows import Flow
+from flashsim.engine.simulation import Simulation
+from flashsim.measure.results import PhaseResult
+from flashsim.systems.base import Fidelity
+from flashsim.systems.vast_model import VastModel
+from flashsim.systems.vast_phases import (
+    VastGridPhase,
+    VastIopsGridPhase,
+    VastIorPhase,
+    VastSizeSweepPhase,
+    buffered_write,
+)
+from flashsim.systems.vast_request import VastRequests
+from flashsim.units import MIB
+from flashsim.workloads.ior import IorPhase, IorRunner, RankStream
+
+#: ``runner(model, phase, seed, fidelity)``: a study phase's summary as one phase result.
+StudyRunner = Callable[[VastModel, Any, int, str], PhaseResult]
+
+
+class VastSystem(VastRequests):
+    """A VAST-like system assembled in a simulation, running IOR phases.
+
+    Parameters
+    ----------
+    model : VastModel
+        The model file.
+    sim : Simulation
+        The simulation.
+    fidelity : {"flow", "request"}
+        Default fidelity of IOR phases.
+    studies : callable, optional
+        ``studies(model, phase, seed, fidelity)`` runs a study phase (each of
+        its tests on a fresh system); :class:`~flashsim.systems.vast.VastKind`
+        passes :func:`~flashsim.systems.vast_study.run_study_phase`.
+    """
+
+    def __init__(
+        self,
+        model: VastModel,
+        sim: Simulation,
+        fidelity: Fidelity,
+        studies: StudyRunner | None = None,
+    ) -> None:
+        super().__init__(model, sim, fidelity)
+        self.ior = IorRunner(self, fidelity)
+        self.studies = studies
+
+    # ------------------------------------------------------- IOR protocol
+    def ior_prepare(self, phase: IorPhase, repetition: int) -> None:
+        """New file versions for a write repetition; nothing to drop for reads."""
+        if phase.nodes > len(self.caches):
+            raise ValueError(
+                f"phase {phase.name!r}: nodes(={phase.nodes}) exceeds the model's "
+                f"{len(self.caches)} clients"
+            )
+        dataset = self._dataset(phase)
+        if phase.operation == "write":
+            old = self._versions.get(dataset)
+            if old is not None:
+                for r in range(phase.ranks):
+                    self.tier.forget(f"{dataset}#{old}/{r}")
+            self._versions[dataset] = (old or 0) + 1
+            entropy = getattr(phase, "data_entropy", 8.0)
+            self._entropy[f"{dataset}#{self._versions[dataset]}"] = entropy
+            self._cur_objs = [self.object_name(dataset, r) for r in range(phase.ranks)]
+        else:
+            self._cur_objs = [
+                self.object_name(dataset, phase.file_of(r)) for r in range(phase.ranks)
+            ]
+            self._cur_read = [self._read_picks(obj) for obj in self._cur_objs]
+            self._copy_queues = {}
+
+    def ior_streams(self, phase: IorPhase) -> list[RankStream]:
+        """One stream per rank: where its bytes go and its own rate cap."""
+        cm = self.client_model
+        t = phase.transfer_size
+        streams: list[RankStream] = []
+        read_caps: dict[tuple[float, float, int], float] = {}
+        for r in range(phase.ranks):
+            node = phase.node_of(r)
+            obj = self._cur_objs[r]
+            if phase.operation == "write":
+                if phase.direct_io:
+                    rpc = cm.rpc_size_B(t, "write")
+                    cap = cm.direct_rate_Bps(t, self.rtt_s(rpc, "write"))
+                    path = self._write_server_path(node)
+                    streams.append(RankStream(tuple(path), rpc, cap, cm.rpcs_per_call(t, "write")))
+                else:
+                    path = list(self.caches[node].ingest_path())
+                    streams.append(RankStream(tuple(path), t, cm.copy_rate_Bps(t)))
+            else:
+                committed = self.tier.committed_B(obj)
+                if committed <= 0:
+                    raise ValueError(
+                        f"phase {phase.name!r}: rank {r} reads {obj!r}, which holds no "
+                        "committed data (a reader sees only completed writes)"
+                    )
+                f_scm, _, _ = self.tier.read_weights(obj)
+                path = self._read_path(node, obj)
+                if phase.access == "random" or phase.direct_io:
+                    rpc = cm.rpc_size_B(t, "read")
+                    cap = cm.direct_rate_Bps(t, self.rtt_s(rpc, "read", f_scm))
+                    conc = cm.rpcs_per_call(t, "read")
+                    streams.append(RankStream(tuple(path), rpc, cap, conc))
+                else:
+                    key = (float(t), round(f_scm, 9), phase.ranks)
+                    seq_cap = read_caps.get(key)
+                    if seq_cap is None:
+                        seq_cap = self.sequential_read_rate_Bps(t, phase.ranks, f_scm)
+                        read_caps[key] = seq_cap
+                    slots = cm.readahead_slots(t)
+                    streams.append(RankStream(tuple(path), cm.mount.rsize, seq_cap, slots))
+        return streams
+
+    def sequential_read_rate_Bps(
+        self, transfer_B: float, readers: int, scm_fraction: float
+    ) -> float:
+        """Rate of one of ``readers`` sequential buffered readers (IOR ``-F``) of this system.
+
+        Each reader keeps its read-ahead window of ``rsize`` RPCs in flight;
+        an RPC of data still in SCM is served whole by one of the SCM drives
+        (its datasheet transfer time stretched by ``scm_read_efficiency``),
+        so with few drives the drives' queues set how close the readers get
+        to the SCM's bandwidth (:meth:`NfsClientModel.loaded_read_rate_Bps`).
+        Data on QLC is erasure-coded over a 40-drive stripe: its media time
+        is part of the fixed round trip (the network's max-min sharing still
+        caps the QLC drives and every port).
+        """
+        cm = self.client_model
+        rsize = float(cm.mount.rsize)
+        scale = 1.0 / self.model.tier.scm_read_efficiency
+        drive_s = scm_fraction * self.scm_spec.xfer_s("read", rsize) * scale
+        delay_s = self.rtt_s(rsize, "read", scm_fraction) - drive_s
+        return cm.loaded_read_rate_Bps(transfer_B, readers, delay_s, drive_s, len(self.scm))
+
+    def ior_flow_started(self, phase: IorPhase, rank: int, label: str, flow: Flow) -> None:
+        """Count a writing rank's bytes into its client cache (or the tier for O_DIRECT)."""
+        if phase.operation != "write":
+            return
+        obj = self._cur_objs[rank]
+        if phase.direct_io:
+            self.tier.buffer.add_ingest(flow, obj)
+        else:
+            self.caches[phase.node_of(rank)].add_ingest(flow, obj)
+
+    def ior_fsync(self, phase: IorPhase, rank: int) -> simpy.Event | None:
+        """``fsync``: wait until the rank's client cache is written back."""
+        if phase.direct_io:
+            return None
+        return self.caches[phase.node_of(rank)].flush()
+
+    def ior_peaks(self, phase: IorPhase) -> dict[str, float]:
+        """No nominal peaks are reported for efficiencies."""
+        return {}
+
+    # ------------------------------------------------------------- phases
+    def run_phase(self, phase: Any) -> PhaseResult:
+        """Run an ``ior`` phase here, or a study phase through :attr:`studies`.
+
+        Raises
+        ------
+        ValueError
+            For a study phase when the system was built without ``studies``.
+        """
+        if isinstance(phase, VastGridPhase | VastIopsGridPhase | VastSizeSweepPhase):
+            if self.studies is None:
+                raise ValueError(
+                    f"phase {phase.name!r}: workload {phase.workload!r} is a study (each test "
+                    "on a fresh system); build the system with VastKind().build to run it"
+                )
+            return self.studies(self.model, phase, self.sim.seed, self.fidelity)
+        if buffered_write(phase) and (phase.fidelity or self.fidelity) == "request":
+            # The page cache exists in flow fidelity only: this phase runs (and says it ran) there.
+            phase = phase.model_copy(update={"fidelity": "flow"})
+        result = self.ior.run(phase)
+        if isinstance(phase, VastIorPhase) and phase.delete_after:
+            dataset = self._dataset(phase)
+            for r in range(phase.ranks):
+                self.tier.forget(self.object_name(dataset, r))
+        result.extra["tier_scm_B"] = self.tier.check().scm_B
+        result.extra["tier_migrated_B"] = self.tier.migrated_B
+        return result
+
+    def prefill(self, fraction: float = 1.0) -> None:
+        """Write ``fraction`` of the SCM hold level of throw-away data (steady state).
+
+        The seed's grid ran on a system that had long been written to, so
+        its SCM buffer sat at the migration watermark.
+        """
+        tier = self.tier
+        size = fraction * tier.buffer.drain_start_B
+        if size <= 0:
+            return
+        flow = self.sim.flows.start_flow(
+            size, self._write_server_path(0), name="prefill", op_size_B=MIB
+        )
+        tier.buffer.add_ingest(flow, "prefill#0/0")
+        self.sim.run(flow.done)
+        tier.forget("prefill#0/0")
