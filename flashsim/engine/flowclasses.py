@@ -192,6 +192,9 @@ class ClassLayer(FlowState):
         self._con_movers: list[set[int]] = [set() for _ in range(64)]  # bottleneck classes
         self._con_fixed: list[float] = [0.0] * 64  # load of the cap classes crossing it
         self._con_ver: list[int] = [0] * 64  # bumped when its threshold entries go stale
+        # Constraints some class has crossed since the last rebuild: the only ones whose
+        # bookkeeping a rebuild must reset (idle resources cost nothing).
+        self._con_used: set[int] = set()
         self._con_z = np.zeros(64)  # own-entry bytes moved = sum_c w_c * vtime_c - z
         # Per-segment bookkeeping.
         self._seg_cls: list[set[int]] = []  # classes with members using it
@@ -400,6 +403,7 @@ class ClassLayer(FlowState):
                 c.cnt[k] = 1
                 c.w[k] = dw
                 self._con_cls[k].add(cid)
+                self._con_used.add(k)
                 if c.con:
                     self._con_movers[k].add(cid)
                 if con_class[k] >= 0 and k != c.con:
@@ -918,12 +922,15 @@ class ClassLayer(FlowState):
         self._cap_class.clear()
         self._events.clear()
         self._dirty.clear()
-        size_cons = len(self._con_class)
-        self._con_cls = [set() for _ in range(size_cons)]
-        self._con_movers = [set() for _ in range(size_cons)]
-        self._con_fixed = [0.0] * size_cons
-        self._con_class = [-1] * size_cons
-        self._con_ver = [v + 1 for v in self._con_ver]
+        for k in self._con_used:
+            self._con_cls[k] = set()
+            self._con_movers[k] = set()
+            self._con_fixed[k] = 0.0
+            self._con_ver[k] += 1
+        self._con_used.clear()
+        for k in np.flatnonzero(self._con_class_arr >= 0).tolist():
+            self._con_class[k] = -1
+            self._con_ver[k] += 1
         self._con_class_arr[:] = -1
         self._con_z[:n] = -con_bytes
         n_segs = len(self._seg_cls)
@@ -1028,11 +1035,14 @@ class ClassLayer(FlowState):
             lo, hi = int(cbounds[k]), int(cbounds[k + 1])
             self._con_cls[k] = set(cls_sorted[lo:hi].tolist())
             self._con_movers[k] = set(cls_sorted[lo:hi][mover_sorted[lo:hi]].tolist())
+            self._con_used.add(k)
         capped_pair = cls_con[pc_cls] == 0
         fixed = np.bincount(
             pc_con[capped_pair], weights=(cls_mu[pc_cls] * pw)[capped_pair], minlength=n
         )
-        self._con_fixed[:n] = fixed[:n].tolist()
+        for k in np.flatnonzero(fixed[:n]).tolist():
+            self._con_fixed[k] = float(fixed[k])
+            self._con_used.add(k)
         # Segment use per class.
         seg_cons_in_use: set[int] = set()
         for s, cid in zip(

@@ -18,13 +18,16 @@ from typing import Any
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.systems.base import Description, Fidelity, SystemKind
-from flashsim.systems.lustre_describe import check_model, check_phase, describe_model
+from flashsim.systems.lustre_checks import check_model, check_phase
+from flashsim.systems.lustre_describe import describe_model
 from flashsim.systems.lustre_ior import MAX_REQUEST_CONCURRENCY, LustreIor
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_phases import (
     LnetSelftestPhase,
+    LnetSurveyPhase,
     ObdfilterPhase,
     run_lnet,
+    run_lnet_survey,
     run_obdfilter,
 )
 from flashsim.workloads.ior import IorPhase, IorRunner, IorTarget, IorTargetDefaults
@@ -32,6 +35,7 @@ from flashsim.workloads.ior import IorPhase, IorRunner, IorTarget, IorTargetDefa
 __all__ = [
     "MAX_REQUEST_CONCURRENCY",
     "LnetSelftestPhase",
+    "LnetSurveyPhase",
     "Lustre",
     "LustreKind",
     "ObdfilterPhase",
@@ -56,6 +60,8 @@ class Lustre(LustreIor, IorTargetDefaults):
             result = run_obdfilter(self, phase)
         elif isinstance(phase, LnetSelftestPhase):
             result = run_lnet(self, phase)
+        elif isinstance(phase, LnetSurveyPhase):
+            result = run_lnet_survey(self, phase)
         else:
             raise TypeError(f"unsupported phase {phase!r}")
         self.account_wear()
@@ -69,7 +75,7 @@ class LustreKind(SystemKind):
     model_type = LustreModel
     built_type = Lustre
     implements = (IorTarget,)
-    own_phases = (ObdfilterPhase, LnetSelftestPhase)
+    own_phases = (ObdfilterPhase, LnetSelftestPhase, LnetSurveyPhase)
 
     def check(self, model: LustreModel) -> None:
         """Cross-field checks; raise ``ValueError("dotted.key: message")``."""

@@ -29,7 +29,7 @@ from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Fidelity
 from flashsim.systems.lustre_cost import ost_path
-from flashsim.systems.lustre_describe import role_of
+from flashsim.systems.lustre_fabric import role_of
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_nodes import (
     ClientNode,

@@ -6,8 +6,10 @@ saturating that layer gives exactly.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import math
+from typing import Annotated, Any, Literal
 
+import numpy as np
 from pydantic import Field
 
 from flashsim.components.nic import Direction
@@ -81,6 +83,48 @@ class LnetSelftestPhase(StrictModel):
     cross_group: bool = True
 
 
+class LnetSurveyPhase(StrictModel):
+    """LNet Self-Test of every OSS in turn as the sink, from the same source OSSes (seed 000 §IV-A).
+
+    The seed "used the same two source OSSes to test each sink OSS", so the
+    sinks in the sources' I/O group are reached locally and the others over the
+    global links between I/O groups.  Each sink is tested alone, one after
+    another; the result is the distribution of per-sink efficiencies, split
+    into local and cross-group sinks.
+
+    Attributes
+    ----------
+    sources : list of int or None
+        Source OSS indices (default: the first two OSSes of the first I/O group).
+    sinks : int or None
+        Number of sinks tested, in index order, skipping the sources (default: all).
+    concurrency : int
+        Requests in flight per source.
+    size : float
+        Bytes per bulk request.
+    duration : float
+        Length (s) of each sink's test.
+    """
+
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
+    workload: Literal["lnet-survey"]
+    operation: OpKind = Field(
+        description="`read` moves data out of each sink (egress), `write` into it."
+    )
+    sources: list[Annotated[int, Field(ge=0)]] | None = Field(
+        None,
+        description="Source OSS indices (default: the first two OSSes of the first I/O group).",
+    )
+    sinks: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="Sinks tested, in index order, skipping the sources (default: all)."
+    )
+    concurrency: Annotated[int, Field(ge=1)] = Field(
+        8, description="Requests in flight per source."
+    )
+    size: Bytes = Field("1 MiB", description="Bytes per bulk request.")
+    duration: Seconds = Field("10 s", description="Length of each sink's test.")
+
+
 def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
     """``obdfilter-survey``: threads driving one OST directly (no client, network or RPC)."""
     sim = system.sim
@@ -141,39 +185,64 @@ def lnet_sources(system: LustreCore, phase: LnetSelftestPhase) -> list[int]:
     )
 
 
-def run_lnet(system: LustreCore, phase: LnetSelftestPhase) -> PhaseResult:
-    """LNet Self-Test: ``sources`` peer servers move bulk data to or from one sink OSS.
+def _lnet_transfer(
+    system: LustreCore,
+    sink_index: int,
+    sources: list[int],
+    op: OpKind,
+    concurrency: int,
+    size_B: float,
+    duration_s: float,
+    label: str,
+) -> float:
+    """Bytes/s one LNet test moves between ``sources`` and one sink for ``duration_s``.
 
     The transfers cross the sources' and the sink's NIC ports and the fabric
-    between their I/O groups (global links when they sit in different groups).
+    between their I/O groups (global links when they sit in different groups);
+    each source keeps ``concurrency`` requests of ``size_B`` bytes in flight.
     """
     sim = system.sim
-    sink = system.server(phase.sink)
-    others = lnet_sources(system, phase)
+    sink = system.server(sink_index)
     # write: sources send into the sink; read: the sink sends to the sources.
-    sink_dir: Direction = "ingress" if phase.operation == "write" else "egress"
-    src_dir: Direction = "egress" if phase.operation == "write" else "ingress"
+    sink_dir: Direction = "ingress" if op == "write" else "egress"
+    src_dir: Direction = "egress" if op == "write" else "ingress"
     nic = system.model.oss.nic
     flows: list[Flow] = []
     start = sim.now
     huge = 1e18
-    for k, src_index in enumerate(others):
+    for k, src_index in enumerate(sources):
         src = system.server(src_index)
-        a, b = (src.name, sink.name) if phase.operation == "write" else (sink.name, src.name)
+        a, b = (src.name, sink.name) if op == "write" else (sink.name, src.name)
         hop_s = system.fabric.latency_s(a, b)
-        rtt = 2.0 * (hop_s + 2 * nic.latency) + 2 * phase.size / nic.port_Bps(src_dir)
-        cap = phase.concurrency * phase.size / rtt
+        rtt = 2.0 * (hop_s + 2 * nic.latency) + 2 * size_B / nic.port_Bps(src_dir)
+        cap = concurrency * size_B / rtt
         path: list[tuple[Resource, float]] = src.nic.path(src_dir)
         path += system.fabric.path(a, b)
         path += sink.nic.path(sink_dir)
         flows.append(
             sim.flows.start_flow(
-                huge, path, rate_cap_Bps=cap, op_size_B=phase.size, name=f"{phase.name}.s{k}"
+                huge, path, rate_cap_Bps=cap, op_size_B=size_B, name=f"{label}.s{k}"
             )
         )
-    sim.run(sim.now + phase.duration)
+    sim.run(sim.now + duration_s)
     total = sum(sim.flows.cancel_flow(f) for f in flows)
-    bw = total / (sim.now - start)
+    return total / (sim.now - start)
+
+
+def run_lnet(system: LustreCore, phase: LnetSelftestPhase) -> PhaseResult:
+    """LNet Self-Test: ``sources`` peer servers move bulk data to or from one sink OSS."""
+    start = system.sim.now
+    bw = _lnet_transfer(
+        system,
+        phase.sink,
+        lnet_sources(system, phase),
+        phase.operation,
+        phase.concurrency,
+        phase.size,
+        phase.duration,
+        phase.name,
+    )
+    nic = system.model.oss.nic
     line = nic.line_rate_Bps()
     ssd = system.ost_peak_Bps(phase.operation) * system.model.oss.targets_per_server
     return PhaseResult(
@@ -183,12 +252,72 @@ def run_lnet(system: LustreCore, phase: LnetSelftestPhase) -> PhaseResult:
         iops=bw / phase.size,
         ranks=phase.sources,
         transfer_size_B=phase.size,
-        sim_time_s=sim.now - start,
-        bytes_B=total,
+        sim_time_s=system.sim.now - start,
+        bytes_B=bw * (system.sim.now - start),
         extra={
             "efficiency": bw / line,
             "line_rate_Bps": line,
             "lnet_over_ssd_peak": bw / ssd,
             "sink": phase.sink,
         },
+    )
+
+
+def survey_sources(system: LustreCore, phase: LnetSurveyPhase) -> list[int]:
+    """The survey's source OSSes: as given, or the first two of the first I/O group."""
+    if phase.sources is not None:
+        return list(phase.sources)
+    group0 = [i for i in range(system.model.oss.count) if system.server_group(i) == 0]
+    return group0[:2]
+
+
+def run_lnet_survey(system: LustreCore, phase: LnetSurveyPhase) -> PhaseResult:
+    """Every sink in turn from the same sources; per-sink efficiency, local vs cross-group.
+
+    ``bandwidth_Bps`` is the median sink's; ``extra`` holds every sink's
+    efficiency (``efficiencies``, by sink index) and, for the local and the
+    cross-group sinks, the median and the 10th and 90th percentiles.
+    """
+    start = system.sim.now
+    sources = survey_sources(system, phase)
+    candidates = [i for i in range(system.model.oss.count) if i not in sources]
+    sinks = candidates[: phase.sinks] if phase.sinks is not None else candidates
+    line = system.model.oss.nic.line_rate_Bps()
+    home = {system.server_group(i) for i in sources}
+    eff: dict[int, float] = {}
+    for sink in sinks:
+        bw = _lnet_transfer(
+            system,
+            sink,
+            sources,
+            phase.operation,
+            phase.concurrency,
+            phase.size,
+            phase.duration,
+            f"{phase.name}.sink{sink}",
+        )
+        eff[sink] = bw / line
+    extra: dict[str, Any] = {"efficiencies": eff, "sources": sources}
+    values = np.array(list(eff.values()))
+    extra["median_efficiency"] = float(np.median(values))
+    for label, members in (
+        ("local", [s for s in sinks if system.server_group(s) in home]),
+        ("cross_group", [s for s in sinks if system.server_group(s) not in home]),
+    ):
+        got = np.array([eff[s] for s in members]) if members else np.array([math.nan])
+        extra[f"{label}_sinks"] = len(members)
+        extra[f"{label}_median"] = float(np.median(got))
+        extra[f"{label}_p10"] = float(np.percentile(got, 10))
+        extra[f"{label}_p90"] = float(np.percentile(got, 90))
+    median_bw = extra["median_efficiency"] * line
+    return PhaseResult(
+        name=phase.name,
+        operation=phase.operation,
+        bandwidth_Bps=median_bw,
+        iops=median_bw / phase.size,
+        ranks=len(sources),
+        transfer_size_B=phase.size,
+        sim_time_s=system.sim.now - start,
+        bytes_B=float(values.sum() * line * phase.duration),
+        extra=extra,
     )
