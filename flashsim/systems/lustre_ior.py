@@ -20,6 +20,7 @@ from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Fidelity
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_cost import op_cost, visit_drives
+from flashsim.systems.lustre_fabric import role_of
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_nodes import (
     ClientNode,
@@ -68,6 +69,7 @@ class LustreIor(LustreCore):
         # Shared flow segments: stripe sets (server side) and each client's OSCs for them.
         self._stripe_segments: dict[tuple[Any, ...], Segment] = {}
         self._osc_segments: dict[tuple[str, tuple[int, ...]], Segment] = {}
+        self._route_segments: dict[tuple[Any, ...], Segment] = {}
         self._route_rng = sim.rng(f"{model.name}.routing")
 
     def _targets(self, phase: IorPhase, rank: int) -> list[int]:
@@ -106,7 +108,7 @@ class LustreIor(LustreCore):
         rank_q = lc.rank_concurrency(t, sequential, phase.direct_io, write)
         slots = lc.rpcs_in_flight * per_rpc
         c_dir, _ = data_directions(op)
-        self.fabric.plan(self._offered(phase, op_B, rank_q))
+        self.fabric.plan(self._offered(phase))
         streams: list[RankStream] = []
         self._ranks = []
         costs: dict[int, OpCost] = {}
@@ -148,42 +150,58 @@ class LustreIor(LustreCore):
             )
         return streams
 
-    def _offered(self, phase: IorPhase, op_B: float, rank_q: int) -> dict[tuple[str, str], float]:
-        """Offered load (bytes/s) per (source, destination) endpoint pair, for adaptive routing.
+    def _offered(self, phase: IorPhase) -> dict[tuple[int, int], float]:
+        """Offered load (bytes/s) per (source, destination) fabric group, for adaptive routing.
 
-        A rank offers at most its node's NIC share and its own round-trip cap
-        (at zero load), spread evenly over its file's targets.
+        A rank offers at most its node's NIC share, spread evenly over its
+        file's targets.
         """
         c_dir, _ = data_directions(phase.operation)
         nic_Bps = self.model.client.nic.node_Bps(c_dir) / phase.ranks_per_node
-        demand: dict[tuple[str, str], float] = {}
+        fabric = self.fabric
+        io_groups = fabric.groups_of(role_of(self.model.fabric, "io"))
+        per = self.model.oss.targets_per_server
+        demand: dict[tuple[int, int], float] = {}
         for r in range(phase.ranks):
-            node = self.client(phase.node_of(r))
+            here = fabric.group_of(self.client(phase.node_of(r)).name)
             targets = self._targets(phase, r)
             share = nic_Bps / len(targets)
             for tgt in targets:
-                server, _ = self.ost(tgt)
-                key = (
-                    (node.name, server.name)
-                    if phase.operation == "write"
-                    else (server.name, node.name)
-                )
+                there = io_groups[self.server_group(tgt // per)]
+                key = (here, there) if phase.operation == "write" else (there, here)
                 demand[key] = demand.get(key, 0.0) + share
         return demand
 
     def _route(self, node: ClientNode, targets: tuple[int, ...], op: OpKind) -> PathEntries:
         """Fabric entries of a file striped over ``targets``, from or to ``node``.
 
-        Each target takes 1/S of the bytes; entries of the same link are merged.
+        Each target takes 1/S of the bytes; targets in the same I/O group share
+        one route, and a route of more than two links (an adaptive split over
+        many groups) is stored once as a segment shared by every rank using it.
         """
-        weights: dict[Resource, float] = {}
+        fabric = self.fabric
         share = 1.0 / len(targets)
+        here = fabric.group_of(node.name)
+        by_pair: dict[tuple[int, int], float] = {}
         for tgt in targets:
             server, _ = self.ost(tgt)
-            src, dst = (node.name, server.name) if op == "write" else (server.name, node.name)
-            for res, w in self.fabric.path(src, dst, share):
-                weights[res] = weights.get(res, 0.0) + w
-        return list(weights.items())
+            there = fabric.group_of(server.name)
+            pair = (here, there) if op == "write" else (there, here)
+            by_pair[pair] = by_pair.get(pair, 0.0) + share
+        out: PathEntries = []
+        for (a, b), weight in by_pair.items():
+            entries = fabric.group_path(a, b, 1.0)
+            if len(entries) <= 2 or not self.share_stripe_sets:
+                out.extend((res, w * weight) for res, w in entries)
+                continue
+            key = (a, b, tuple((res.name, w) for res, w in entries))
+            segment = self._route_segments.get(key)
+            if segment is None:
+                name = f"{fabric.name}.route{len(self._route_segments)}"
+                segment = self.sim.flows.add_segment(name, entries)
+                self._route_segments[key] = segment
+            out.append((segment, weight))
+        return out
 
     def _stripe_path(
         self,
