@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import math
 
+from flashsim.components.raid import DriveOp
 from flashsim.systems.base import Description, LayerPeak, bottleneck
 from flashsim.systems.lustre_fabric import fabric_bounds
 from flashsim.systems.lustre_model import LustreModel
+
+
+def _op_note(ops: list[DriveOp]) -> str:
+    """What one small write costs the drives, e.g. ``3 x 128 KiB write + 3 x 128 KiB read``."""
+    parts = [f"{o.count:g} x {o.size_B / 1024:g} KiB {o.op}" for o in ops]
+    return " + ".join(parts) if parts else "nothing"
 
 
 def describe_model(model: LustreModel) -> Description:
@@ -21,11 +28,9 @@ def describe_model(model: LustreModel) -> Description:
     drive = oss.drive
     n = oss.drives_per_target * oss.targets_per_server
     raid = oss.raid
-    chunk = raid.chunk
     rpc = model.client.lustre.rpc_size
     page = 4096.0
     rmw = raid.write_ops(page)
-    rmw_writes = sum(o.count for o in rmw if o.op == "write")
     # Drive time of one 4 KiB read-modify-write: each drive operation holds the
     # busier of its command units and its data path.
     drive_time_rmw = sum(
@@ -59,8 +64,7 @@ def describe_model(model: LustreModel) -> Description:
                 n * drive.random_iops_ceiling("read", page) * scale,
                 n * scale / max(drive_time_rmw, 1e-30),
                 f"{raid.level} {raid.data}+{raid.parity}+{raid.spares}: writes x"
-                f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {rmw_writes:g} "
-                f"chunk writes + reads of {chunk / 1024:g} KiB",
+                f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {_op_note(rmw)}",
             )
         )
         layers.append(
