@@ -28,7 +28,6 @@ from flashsim.components.placement import Placement
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Fidelity
-from flashsim.systems.lustre_cost import ost_path
 from flashsim.systems.lustre_fabric import role_of
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_nodes import (
@@ -115,7 +114,7 @@ class LustreCore(BuiltSystem):
         path = server.nic.path(s_dir, share)
         if cost.cpu_s > 0:
             path.append((server.cpu, share * cost.cpu_s))
-        path.extend(ost_path(ost, cost, share))
+        path.extend(ost.path(cost.target, share))
         return path
 
     def account_wear(self) -> None:
@@ -124,12 +123,10 @@ class LustreCore(BuiltSystem):
         Request fidelity records each write as it happens; flows are accounted here,
         once per phase, from the links' byte counters.
         """
+        moved = self.sim.flows.bytes_moved
         for server in self.servers.values():
             for ost in server.osts:
-                for state, link in zip(ost.states, ost.link_down, strict=False):
-                    total = self.sim.flows.bytes_moved(link)
-                    state.record_write(total - state.flow_bytes_B)
-                    state.flow_bytes_B = total
+                ost.account_flow_writes([moved(link) for link in ost.link_down])
 
     def ost_peak_Bps(self, op: OpKind, targets: int = 1) -> float:
         """Nominal bandwidth (bytes/s) of ``targets`` OSTs (``ServerSpec.target_peak_Bps``)."""

@@ -19,7 +19,7 @@ from flashsim.engine.flows import Resource, Segment
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Fidelity
 from flashsim.systems.lustre_core import LustreCore
-from flashsim.systems.lustre_cost import op_cost, visit_drives
+from flashsim.systems.lustre_cost import op_cost
 from flashsim.systems.lustre_fabric import role_of
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_nodes import (
@@ -292,9 +292,7 @@ class LustreIor(LustreCore):
                 yield from self._request_network(ctx.node, server, cost)
             if cost.cpu_s > 0:
                 yield server.q_cpu.visit(cost.cpu_s)
-            if cost.raid_s > 0 and ost.q_raid is not None:
-                yield ost.q_raid.visit(cost.raid_s)
-            yield from visit_drives(env, ost, cost)
+            yield from ost.visit(env, cost.target)
             if cost.op == "read":
                 yield from self._request_network(ctx.node, server, cost)
         finally:

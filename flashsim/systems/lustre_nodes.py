@@ -13,10 +13,8 @@ from typing import Literal
 import numpy as np
 import simpy
 
-from flashsim.components.drive import Drive
 from flashsim.components.nic import Direction, NicPorts, NicSpec
-from flashsim.components.ssd import SsdState
-from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
+from flashsim.components.raid_target import RaidTarget, TargetCost, build_target
 from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
@@ -26,73 +24,30 @@ OpKind = Literal["read", "write"]
 
 
 @dataclass(frozen=True)
-class DriveStage:
-    """Drive operations done in parallel for one server operation.
-
-    ``spread`` stages put ``count / drives`` of the operations on every drive
-    (a large RPC over a declustered array); otherwise ``count`` distinct
-    drives are chosen at random (a small read, or the chunks of an RMW).
-    """
-
-    op: OpKind
-    size_B: float
-    count: float
-    spread: bool
-
-
-@dataclass(frozen=True)
 class OpCost:
-    """What one server operation of ``size_B`` bytes costs on one OST.
+    """What one server operation of ``size_B`` bytes costs, target and server together.
 
-    Busy times (s) are per operation; drive times are totals over all drives.
+    ``cpu_s`` is the RPC handling per operation; ``target`` the RAID engine,
+    drives and links; ``latency_s`` the zero-load round trip (s), of which
+    ``fixed_delay_s`` holds no server and ``nic_s`` is the two NICs' time.
     """
 
     op: OpKind
     size_B: float
     cpu_s: float
-    raid_s: float
-    stages: tuple[DriveStage, ...]
-    drive_cmd_s: float
-    drive_xfer_s: float
-    pcie_up_B: float
-    pcie_down_B: float
+    target: TargetCost
     latency_s: float
     fixed_delay_s: float
     nic_s: float
 
+    @property
+    def raid_s(self) -> float:
+        """RAID-engine time (s) of the operation."""
+        return self.target.raid_s
 
-@dataclass
-class OstNode:
-    """One target: its drives (two stages each), PCIe links and RAID engine."""
 
-    name: str
-    drive: Drive
-    n_drives: int
-    stack_eff: dict[str, float]
-    states: list[SsdState]
-    cmd: list[Resource] = field(default_factory=list)
-    xfer: list[Resource] = field(default_factory=list)
-    link_up: list[Resource] = field(default_factory=list)
-    link_down: list[Resource] = field(default_factory=list)
-    raid: Resource | None = None
-    q_cmd: list[FifoQueue] = field(default_factory=list)
-    q_xfer: list[FifoQueue] = field(default_factory=list)
-    q_raid: FifoQueue | None = None
-    picks: list[int] = field(default_factory=list)
-    rng: np.random.Generator | None = None
-    variability: SampleBuffer | None = None
-
-    def pick(self, count: int) -> list[int]:
-        """``count`` distinct drives chosen uniformly (drawn in blocks from the OST's stream)."""
-        out: list[int] = []
-        while len(out) < count:
-            if not self.picks:
-                assert self.rng is not None
-                self.picks = self.rng.integers(0, self.n_drives, 8192).tolist()
-            d = self.picks.pop()
-            if d not in out:
-                out.append(d)
-        return out
+#: A Lustre object storage target is a RAID target.
+OstNode = RaidTarget
 
 
 @dataclass
@@ -146,39 +101,21 @@ def build_server(sim: Simulation, name: str, index: int, spec: ServerSpec) -> Se
 
 
 def _build_ost(sim: Simulation, name: str, spec: ServerSpec, factor: float) -> OstNode:
-    """One target: per drive a command stage, a data stage and PCIe links; a RAID engine."""
-    flows = sim.flows
-    env = sim.env
-    drive: Drive = spec.drive
-    ost = OstNode(
-        name=name,
-        drive=drive,
-        n_drives=spec.drives_per_target,
-        stack_eff={
+    """One target of ``spec``: its drives behind a RAID engine (a :class:`RaidTarget`)."""
+    return build_target(
+        sim,
+        name,
+        spec.drive,
+        spec.drives_per_target,
+        spec.raid,
+        spec.raid_threads,
+        {
             "read": spec.stack_read_efficiency * factor,
             "write": spec.stack_write_efficiency * factor,
         },
-        states=[SsdState(drive.capacity) for _ in range(spec.drives_per_target)],
-        rng=sim.rng(f"{name}.placement"),
+        sub_stripe_write_s=spec.sub_stripe_write_cost,
+        drive_link=spec.drive_link,
     )
-    if drive.service_cv > 0:
-        # Unit-mean factor on drive command times (request fidelity tails).
-        ost.variability = SampleBuffer(
-            with_mean_and_cv("gamma", 1.0, drive.service_cv), sim.rng(f"{name}.service")
-        )
-    link_Bps = spec.drive_link.bandwidth_Bps if spec.drive_link is not None else None
-    for i in range(spec.drives_per_target):
-        dn = f"{name}.drive{i}"
-        ost.cmd.append(flows.add_resource(f"{dn}.cmd", capacity_ops=float(drive.servers)))
-        ost.xfer.append(flows.add_resource(f"{dn}.data", capacity_ops=1.0))
-        if link_Bps is not None:
-            ost.link_up.append(flows.add_resource(f"{dn}.pcie.up", link_Bps))
-            ost.link_down.append(flows.add_resource(f"{dn}.pcie.down", link_Bps))
-        ost.q_cmd.append(FifoQueue(env, f"{dn}.cmd", drive.servers))
-        ost.q_xfer.append(FifoQueue(env, f"{dn}.data", 1))
-    ost.raid = flows.add_resource(f"{name}.raid", capacity_ops=float(spec.raid_threads))
-    ost.q_raid = FifoQueue(env, f"{name}.raid", spec.raid_threads)
-    return ost
 
 
 def build_client(sim: Simulation, name: str, nic_spec: NicSpec) -> ClientNode:

@@ -17,7 +17,7 @@ from flashsim.config import Bytes, Seconds, StrictModel
 from flashsim.engine.flows import Flow, Resource
 from flashsim.measure.results import PhaseResult
 from flashsim.systems.lustre_core import LustreCore
-from flashsim.systems.lustre_cost import op_cost, ost_path
+from flashsim.systems.lustre_cost import op_cost
 
 OpKind = Literal["read", "write"]
 
@@ -133,7 +133,7 @@ def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
     records = max(1, int(phase.size // phase.record_size))
     threads = min(phase.threads, records)
     per_thread = records / threads * phase.record_size
-    path = ost_path(ost, cost)
+    path = ost.path(cost.target)
     drive_latency = cost.latency_s - cost.fixed_delay_s - cost.cpu_s - cost.nic_s
     cap = phase.record_size / max(drive_latency, 1e-9)
     start = sim.now

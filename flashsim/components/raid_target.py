@@ -1,0 +1,293 @@
+"""A RAID target: drives behind a RAID engine, in both fidelities.
+
+Each drive has a command stage (``parallelism`` units: controller and flash
+channels) and a data stage (one transfer at a time), and, for NVMe drives, a
+PCIe link per direction; the target has a RAID engine (threads that run
+read-modify-writes).  One server operation on the target costs drive
+operations given by the RAID geometry (:class:`~flashsim.components.raid.RaidSpec`):
+
+* flow fidelity: a flow crossing the target carries, on each resource, the
+  busy time (or bytes) one operation costs there, per byte of the operation
+  (:meth:`RaidTarget.path`), so a flow saturates where the queues do;
+* request fidelity: the same stages as queue visits, drive by drive
+  (:meth:`RaidTarget.visit`).
+
+A system wires targets to its servers (a Lustre OST, a burst-buffer drive
+group); the target never knows which.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import simpy
+
+from flashsim.components.drive import Drive
+from flashsim.components.pcie import PcieLink
+from flashsim.components.raid import DriveOp, RaidSpec
+from flashsim.components.ssd import SsdState
+from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
+from flashsim.engine.flows import Resource
+from flashsim.engine.queues import FifoQueue
+from flashsim.engine.simulation import Simulation
+
+OpKind = Literal["read", "write"]
+
+
+@dataclass(frozen=True)
+class DriveStage:
+    """Drive operations done in parallel for one server operation.
+
+    ``spread`` stages put ``count / drives`` of the operations on every drive
+    (a large RPC over a declustered array); otherwise ``count`` distinct
+    drives are chosen at random (a small read, or the chunks of an RMW).
+    """
+
+    op: OpKind
+    size_B: float
+    count: float
+    spread: bool
+
+
+@dataclass(frozen=True)
+class TargetCost:
+    """What one operation of ``size_B`` bytes costs a target (busy times in s, bytes in B).
+
+    Drive times are totals over all drives; ``drive_latency_s`` is the
+    zero-load time the drive stages hold a server, one stage after another,
+    and ``delay_s`` the time on top that holds none (media access latency,
+    PCIe transfer).
+    """
+
+    op: OpKind
+    size_B: float
+    raid_s: float
+    stages: tuple[DriveStage, ...]
+    drive_cmd_s: float
+    drive_xfer_s: float
+    pcie_up_B: float
+    pcie_down_B: float
+    drive_latency_s: float
+    delay_s: float
+
+
+@dataclass
+class RaidTarget:
+    """One target: its drives (two stages each), PCIe links and RAID engine."""
+
+    name: str
+    drive: Drive
+    n_drives: int
+    stack_eff: dict[str, float]
+    states: list[SsdState]
+    raid_spec: RaidSpec
+    sub_stripe_write_s: float = 0.0
+    link_Bps: float = math.inf
+    cmd: list[Resource] = field(default_factory=list)
+    xfer: list[Resource] = field(default_factory=list)
+    link_up: list[Resource] = field(default_factory=list)
+    link_down: list[Resource] = field(default_factory=list)
+    raid: Resource | None = None
+    q_cmd: list[FifoQueue] = field(default_factory=list)
+    q_xfer: list[FifoQueue] = field(default_factory=list)
+    q_raid: FifoQueue | None = None
+    picks: list[int] = field(default_factory=list)
+    rng: np.random.Generator | None = None
+    variability: SampleBuffer | None = None
+
+    # ............................................................... cost
+    def cost(self, op: OpKind, size_B: float, sequential: bool) -> TargetCost:
+        """What one ``op`` of ``size_B`` bytes costs this target.
+
+        A streaming write of at least a full stripe writes whole stripes; a
+        smaller write is a read-modify-write that also holds the RAID engine
+        for ``sub_stripe_write_s``.  The stack efficiency of the user
+        operation paces all its drive transfers (the reads of a
+        read-modify-write belong to a write).
+        """
+        raid = self.raid_spec
+        drive = self.drive
+        eff = self.stack_eff[op]
+        raid_s = 0.0
+        if op == "read":
+            ops: list[DriveOp] = raid.read_ops(size_B)
+            big = size_B > raid.chunk
+            stages = [DriveStage(o.op, o.size_B, o.count, big) for o in ops]
+        else:
+            full = sequential and size_B >= raid.stripe_data_B
+            ops = raid.write_ops(size_B, aligned_full=full)
+            small = raid.is_sub_stripe(size_B) and not full
+            if small:
+                raid_s = self.sub_stripe_write_s
+            stages = [DriveStage(o.op, o.size_B, o.count, not small) for o in ops]
+        cmd = sum(s.count * drive.cmd_s(s.op, s.size_B) for s in stages)
+        xfer = sum(s.count * drive.xfer_s(s.op, s.size_B) / eff for s in stages)
+        up = sum(s.count * s.size_B for s in stages if s.op == "read")
+        down = sum(s.count * s.size_B for s in stages if s.op == "write")
+        busy = 0.0
+        delay = 0.0
+        for s in stages:
+            per_visit = s.count / self.n_drives if s.spread else 1.0
+            c = per_visit * drive.cmd_s(s.op, s.size_B)
+            x = per_visit * drive.xfer_s(s.op, s.size_B) / eff
+            busy += max(c, x)
+            delay += drive.delay_s(s.op, s.size_B) + per_visit * s.size_B / self.link_Bps
+        return TargetCost(
+            op=op,
+            size_B=size_B,
+            raid_s=raid_s,
+            stages=tuple(stages),
+            drive_cmd_s=cmd,
+            drive_xfer_s=xfer,
+            pcie_up_B=up,
+            pcie_down_B=down,
+            drive_latency_s=busy,
+            delay_s=delay,
+        )
+
+    # ............................................................... flow
+    def path(self, cost: TargetCost, share: float = 1.0) -> list[tuple[Resource, float]]:
+        """Flow path (resource, weight) through the RAID engine, drives and links."""
+        n = self.n_drives
+        path: list[tuple[Resource, float]] = []
+        if cost.raid_s > 0 and self.raid is not None:
+            path.append((self.raid, share * cost.raid_s))
+        for i in range(n):
+            if cost.drive_cmd_s > 0:
+                path.append((self.cmd[i], share * cost.drive_cmd_s / n))
+            if cost.drive_xfer_s > 0:  # an HDD's transfer is part of its command time
+                path.append((self.xfer[i], share * cost.drive_xfer_s / n))
+            if cost.pcie_up_B > 0 and self.link_up:
+                path.append((self.link_up[i], share * cost.pcie_up_B / cost.size_B / n))
+            if cost.pcie_down_B > 0 and self.link_down:
+                path.append((self.link_down[i], share * cost.pcie_down_B / cost.size_B / n))
+        return path
+
+    # ............................................................ request
+    def pick(self, count: int) -> list[int]:
+        """``count`` distinct drives chosen uniformly (drawn in blocks from the target's stream)."""
+        out: list[int] = []
+        while len(out) < count:
+            if not self.picks:
+                assert self.rng is not None
+                self.picks = self.rng.integers(0, self.n_drives, 8192).tolist()
+            d = self.picks.pop()
+            if d not in out:
+                out.append(d)
+        return out
+
+    def visit(self, env: simpy.Environment, cost: TargetCost) -> Generator[simpy.Event, Any, None]:
+        """Request fidelity: the RAID engine, then the drive stages, stage after stage.
+
+        A spread stage visits every drive with ``count / drives`` of its work; a
+        small one visits ``count`` distinct drives picked at random.  Each drive
+        visit takes its command and data stages at once and ends with the later.
+        """
+        if cost.raid_s > 0 and self.q_raid is not None:
+            yield self.q_raid.visit(cost.raid_s)
+        drive = self.drive
+        eff = self.stack_eff[cost.op]
+        for stage in cost.stages:
+            if stage.spread:
+                per = stage.count / self.n_drives
+                drives = list(range(self.n_drives))
+            else:
+                per = 1.0
+                drives = self.pick(min(round(stage.count), self.n_drives))
+            cmd_s = per * drive.cmd_s(stage.op, stage.size_B)
+            xfer_s = per * drive.xfer_s(stage.op, stage.size_B) / eff
+            events: list[simpy.Event] = []
+            for d in drives:
+                factor = self.variability.next() if self.variability is not None else 1.0
+                events.append(self.q_cmd[d].visit(cmd_s * factor))
+                events.append(self.q_xfer[d].visit(xfer_s))
+                if stage.op == "write":
+                    self.states[d].record_write(per * stage.size_B)
+            if len(events) == 2:
+                # Both visits start now; wait for the later one.
+                yield events[0]
+                if not events[1].triggered:
+                    yield events[1]
+            else:
+                yield env.all_of(events)
+
+    def account_flow_writes(self, flows_bytes: list[float]) -> None:
+        """Add the bytes flows wrote to each drive since the last call to its wear state.
+
+        ``flows_bytes[i]`` is the cumulative byte count of drive ``i``'s PCIe
+        down-link (request fidelity records each write as it happens).
+        """
+        for state, total in zip(self.states, flows_bytes, strict=False):
+            state.record_write(total - state.flow_bytes_B)
+            state.flow_bytes_B = total
+
+
+def build_target(
+    sim: Simulation,
+    name: str,
+    drive: Drive,
+    n_drives: int,
+    raid: RaidSpec,
+    raid_threads: int,
+    stack_eff: dict[str, float],
+    sub_stripe_write_s: float = 0.0,
+    drive_link: PcieLink | None = None,
+) -> RaidTarget:
+    """A target named ``name``: per drive a command stage, a data stage and PCIe links.
+
+    Parameters
+    ----------
+    sim : Simulation
+        The simulation.
+    name : str
+        Dotted name (drives are ``{name}.drive{i}``, the engine ``{name}.raid``).
+    drive : Drive
+        Drive datasheet.
+    n_drives : int
+        Drives in the target.
+    raid : RaidSpec
+        RAID geometry.
+    raid_threads : int
+        Threads of the RAID engine (read-modify-writes in parallel).
+    stack_eff : dict
+        Fraction of the drives' bandwidth the software stack delivers, by operation.
+    sub_stripe_write_s : float
+        RAID-engine time (s) of one read-modify-write.
+    drive_link : PcieLink or None
+        Each drive's host link (``None`` behind a SAS fabric).
+    """
+    flows = sim.flows
+    env = sim.env
+    link_Bps = drive_link.bandwidth_Bps if drive_link is not None else math.inf
+    target = RaidTarget(
+        name=name,
+        drive=drive,
+        n_drives=n_drives,
+        stack_eff=dict(stack_eff),
+        states=[SsdState(drive.capacity) for _ in range(n_drives)],
+        raid_spec=raid,
+        sub_stripe_write_s=sub_stripe_write_s,
+        link_Bps=link_Bps,
+        rng=sim.rng(f"{name}.placement"),
+    )
+    if drive.service_cv > 0:
+        # Unit-mean factor on drive command times (request fidelity tails).
+        target.variability = SampleBuffer(
+            with_mean_and_cv("gamma", 1.0, drive.service_cv), sim.rng(f"{name}.service")
+        )
+    for i in range(n_drives):
+        dn = f"{name}.drive{i}"
+        target.cmd.append(flows.add_resource(f"{dn}.cmd", capacity_ops=float(drive.servers)))
+        target.xfer.append(flows.add_resource(f"{dn}.data", capacity_ops=1.0))
+        if drive_link is not None:
+            target.link_up.append(flows.add_resource(f"{dn}.pcie.up", link_Bps))
+            target.link_down.append(flows.add_resource(f"{dn}.pcie.down", link_Bps))
+        target.q_cmd.append(FifoQueue(env, f"{dn}.cmd", drive.servers))
+        target.q_xfer.append(FifoQueue(env, f"{dn}.data", 1))
+    target.raid = flows.add_resource(f"{name}.raid", capacity_ops=float(raid_threads))
+    target.q_raid = FifoQueue(env, f"{name}.raid", raid_threads)
+    return target
