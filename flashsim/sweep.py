@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import logging
 import os
 import re
 import signal
@@ -28,8 +27,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import ExitStack, contextmanager, nullcontext, suppress
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -40,6 +39,11 @@ from tqdm import tqdm
 
 from flashsim.config import ConfigError
 from flashsim.scenario import load_scenario, run_loaded
+from flashsim.tasks import dask_client
+
+# Re-exported: the Dask executor moved to flashsim.tasks (below the system kinds).
+from flashsim.tasks import dask_setup as dask_setup
+from flashsim.tasks import run_tasks as run_tasks
 from flashsim.units import UnitError
 
 #: The store's manifest (scenario, overrides, axes, hashes); pyarrow skips ``_`` names.
@@ -574,145 +578,6 @@ def _run_in_process(
                 store.write(point, frame)
         bar.update(1, 0)
     return failures
-
-
-@contextmanager
-def dask_client(workers: int, scheduler: str | None = None) -> Iterator[Any]:
-    """A Dask client on ``scheduler`` or on a new local cluster of ``workers`` processes.
-
-    The local cluster has one thread per worker, gives each worker one task at
-    a time (``worker-saturation`` 1.0) and does not retry a task whose worker
-    died (``allowed-failures`` 0: that point fails alone and ``--resume`` reruns
-    it).  Its worker processes ignore SIGINT once started (:func:`dask_setup`),
-    so a Ctrl-C stops only this process, which then shuts them down.  Client
-    and cluster are closed on exit, whatever happens.
-
-    Raises
-    ------
-    ConfigError
-        When ``scheduler`` cannot be reached.
-    """
-    import dask
-    from dask.distributed import Client, LocalCluster
-
-    cluster = None
-    client = None
-    try:
-        if scheduler is not None:
-            try:
-                client = Client(scheduler, timeout="10s")  # type: ignore[no-untyped-call]
-            except (OSError, TimeoutError, ValueError) as exc:
-                raise ConfigError(
-                    "command line",
-                    "--scheduler",
-                    scheduler,
-                    f"the address of a running Dask scheduler ({type(exc).__name__}: {exc})",
-                ) from None
-        else:
-            settings = {
-                "distributed.scheduler.allowed-failures": 0,
-                "distributed.scheduler.worker-saturation": 1.0,
-            }
-            with dask.config.set(settings):
-                cluster = LocalCluster(  # type: ignore[no-untyped-call]
-                    n_workers=workers,
-                    threads_per_worker=1,
-                    processes=True,
-                    dashboard_address=":0",
-                    silence_logs=logging.CRITICAL,
-                    preload=["flashsim.sweep"],  # runs dask_setup below in each worker
-                )
-            client = Client(cluster)  # type: ignore[no-untyped-call]
-        yield client
-    finally:
-        _close_quietly(client, cluster)
-
-
-def _ticking_task(func: Callable[..., Any], args: tuple[Any, ...], queue_name: str) -> Any:
-    """Run ``func(*args, tick)`` on a Dask worker; ``tick(k)`` posts ``k`` to the queue."""
-    from distributed import Queue
-
-    queue = Queue(queue_name)  # type: ignore[no-untyped-call]
-    return func(*args, lambda k: queue.put(int(k)))  # type: ignore[no-untyped-call]
-
-
-def run_tasks(
-    func: Callable[..., Any],
-    arg_sets: Sequence[tuple[Any, ...]],
-    progress: Callable[[int], Any] = lambda k: None,
-) -> list[Any]:
-    """Run ``func(*args, tick)`` for each argument set as its own Dask task.
-
-    The executor of the studies (``flashsim.studies``): a single argument set
-    runs in this process; inside a Dask worker (a study run as a sweep point)
-    the tasks go to that worker's cluster; with a Dask ``Client`` already open
-    in this process, to its cluster; otherwise to a new local cluster of one
-    single-threaded worker process per argument set, shut down on return (or
-    on an interrupt).  ``tick(k)`` in a task reaches ``progress(k)`` here.
-
-    Returns
-    -------
-    list
-        ``func``'s results in the order of ``arg_sets`` (whatever finished first).
-
-    Raises
-    ------
-    Exception
-        The first error a task raised, as raised there.
-    """
-    if len(arg_sets) <= 1:
-        return [func(*args, progress) for args in arg_sets]
-    from distributed import Queue, default_client, get_worker, wait, worker_client
-
-    context: Any
-    try:
-        get_worker()
-        context = worker_client()
-    except ValueError:
-        try:
-            context = nullcontext(default_client())  # type: ignore[no-untyped-call]
-        except ValueError:
-            context = dask_client(len(arg_sets))
-    with context as client:
-        queue = Queue(f"flashsim-ticks-{uuid.uuid4().hex}", client=client)  # type: ignore[no-untyped-call]
-        futures = [
-            client.submit(_ticking_task, func, args, queue.name, pure=False) for args in arg_sets
-        ]
-        finished = False
-        while not finished:
-            try:
-                wait(futures, timeout=0.25)  # type: ignore[no-untyped-call]
-                finished = True
-            except TimeoutError:
-                pass
-            for tick in queue.get(batch=True):  # type: ignore[no-untyped-call]
-                progress(int(tick))
-            if any(f.status == "error" for f in futures):
-                break
-        results: list[Any] = client.gather(futures)
-        return results
-
-
-def dask_setup(worker: Any) -> None:
-    """Dask preload hook of the local cluster's workers: ignore SIGINT.
-
-    A Ctrl-C in a terminal reaches every process of the foreground group; the
-    workers leave it to the sweep (or study) in the parent, which cancels the
-    points and shuts them down.
-    """
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _close_quietly(client: Any, cluster: Any) -> None:
-    """Close the client then the cluster (terminating its workers), never raising."""
-    logging.getLogger("distributed").setLevel(logging.CRITICAL)
-    for thing in (client, cluster):
-        if thing is None:
-            continue
-        # Shutting down, perhaps after an interrupt: nothing useful to raise.
-        with suppress(BaseException):
-            thing.close(timeout=10)
 
 
 def _run_on_dask(

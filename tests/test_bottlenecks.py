@@ -291,12 +291,13 @@ BOUND_CASES = [
         "system",
         "vast-pdsw21.toml",
         id="vast-pdsw21",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="describe's SCM-drive write peak (5.05 GB/s) assumes migration runs; "
-            "the 'write' phase reaches 5.80 GB/s before it does (no-migration peak 6.08 GB/s), "
-            "and aged reads come from QLC (45.9 GB/s) beyond the SCM read peak (25.1 GB/s)",
-        ),
+    ),
+    pytest.param(
+        "scenarios/hybrid/vast-on-perlmutter.toml",
+        {},
+        "system",
+        "vast-on-perlmutter.toml",
+        id="vast-on-perlmutter",
     ),
 ]
 

@@ -121,6 +121,19 @@ def test_docstring_example_is_perlmutter() -> None:
         ({"routing": "shortest"}, "'minimal', 'valiant' or 'ugal'"),
         ({"intermediate_roles": ["gpu"]}, "intermediate_roles: role(='gpu')"),
         ({"ugal_threshold": 0}, "greater than 0"),
+        (
+            {"background": [{"between": ["compute", "gpu"], "rate_per_pair": "1 GB/s"}]},
+            "background[0].between: role(='gpu') has no groups",
+        ),
+        (
+            {"background": [{"between": ["io", "io"], "rate_per_pair": "1 GB/s", "groups": 5}]},
+            "exceeds the 4 'io' group(s)",
+        ),
+        (
+            {"background": [{"rate_per_pair": "1 GB/s", "first_group": 24}]},
+            "first_group(=24) + groups(=None) exceeds the 24 'compute' group(s)",
+        ),
+        ({"background": [{"rate_per_pair": "-1 GB/s"}]}, "rate_per_pair"),
     ],
 )
 def test_bad_specs_are_refused_clearly(change: dict[str, Any], message: str) -> None:
@@ -135,7 +148,13 @@ def test_unknown_topology_is_refused() -> None:
 
 
 def test_every_field_has_a_description() -> None:
-    for model in (SwitchFabricSpec, FatTreeSpec, DragonflySpec, fabric_spec.GroupKind):
+    for model in (
+        SwitchFabricSpec,
+        FatTreeSpec,
+        DragonflySpec,
+        fabric_spec.GroupKind,
+        fabric_spec.BackgroundJobSpec,
+    ):
         for name, field in model.model_fields.items():
             assert field.description, f"{model.__name__}.{name}"
     for name, field in fabric_spec.GlobalLinks.model_fields.items():
@@ -145,7 +164,9 @@ def test_every_field_has_a_description() -> None:
 # ---------------------------------------------------------- switch, fat tree
 def test_switch_fabric_equals_the_vast_fabric() -> None:
     raw = {"switches": 2, "switch_bandwidth": "12.8 Tb/s", "latency": "1 us"}
-    vast = VastFabricSpec.model_validate(raw)
+    # The VAST kind's [fabric] is the shared schema (topology = "switch").
+    vast = TypeAdapter(VastFabricSpec).validate_python({"topology": "switch", **raw})
+    assert isinstance(vast, SwitchFabricSpec)
     spec = SPEC.validate_python({"topology": "switch", **raw})
     sim = Simulation()
     fabric = Fabric(sim, "vast.fabric", spec)
@@ -430,3 +451,144 @@ def test_placement() -> None:
         place(10, groups, 3, "packed")
     with pytest.raises(ValueError, match="needs an rng"):
         place(1, groups, 3, "random")
+
+
+# ------------------------------------------------------- background jobs (spec)
+def background_job(**fields: Any) -> dict[str, Any]:
+    """A background job table: compute0 -> io0 at 50 GB/s unless changed."""
+    return {"between": ["compute", "io"], "rate_per_pair": "50 GB/s", "groups": 1, **fields}
+
+
+def test_background_job_slows_io_on_a_shared_link() -> None:
+    spec = perlmutter(routing="minimal", background=[background_job(name="other-io")])
+    sim, fabric = build(spec)
+    assert fabric.background_load_Bps() == {"pm.fabric.compute0-io0": pytest.approx(50e9)}
+    io = sim.flows.start_flow(1e15, fabric.path("c0", "s0"))
+    sim.flows.solve_now()
+    # The job (1,024 streams) keeps its 50 GB/s; the I/O flow gets the rest of the bundle.
+    assert io.rate_Bps == pytest.approx(COMPUTE_IO_Bps - 50e9)
+    assert "background: 1 flows, 50 GB/s offered" in fabric.describe_note()
+    # As one stream it would get only the max-min fair half of the bundle.
+    one = perlmutter(
+        routing="minimal", background=[background_job(streams=1, rate_per_pair="1 TB/s")]
+    )
+    sim, fabric = build(one)
+    io = sim.flows.start_flow(1e15, fabric.path("c0", "s0"))
+    sim.flows.solve_now()
+    assert io.rate_Bps == pytest.approx(COMPUTE_IO_Bps / 2)
+
+
+def test_background_pairs_span_and_volume() -> None:
+    job = {"rate_per_pair": "10 GB/s", "groups": 3, "first_group": 2, "volume_per_pair": "1 GB"}
+    links = [*PERLMUTTER_LINKS, {"between": ["compute"] * 2, "links": 16, "bandwidth": "25 GB/s"}]
+    sim, fabric = build(perlmutter(routing="minimal", global_links=links, background=[job]))
+    load = fabric.background_load_Bps()
+    # compute2..4, every ordered pair: 6 flows, each on its direct compute-compute bundle.
+    assert sorted(load) == sorted(
+        f"pm.fabric.compute{a}-compute{b}" for a in (2, 3, 4) for b in (2, 3, 4) if a != b
+    )
+    assert all(v == pytest.approx(10e9) for v in load.values())
+    sim.run(1.0)  # each pair's 1 GB at 10 GB/s is done after 0.1 s
+    assert fabric.background_load_Bps() == {}
+
+
+@pytest.mark.parametrize("routing", ["minimal", "ugal"])
+def test_background_at_rate_zero_changes_nothing(routing: str) -> None:
+    def run(**changes: Any) -> list[float]:
+        sim, fabric = build(perlmutter(routing=routing, **changes))
+        demand = {(f"c{i}", f"s{i}"): 40e9 for i in range(16)}
+        fabric.plan(demand)
+        flows = [sim.flows.start_flow(1e11, fabric.path(s, d)) for s, d in demand]
+        sim.run()
+        return [f.end_s for f in flows] + [fabric.split("c0", "s0")]
+
+    reference = run()
+    assert run(background=[]) == reference
+    assert run(background=[background_job(rate_per_pair="0 GB/s"), {"rate_per_pair": "0 B/s"}]) == (
+        reference
+    )
+
+
+def test_ugal_plans_io_around_background_load() -> None:
+    # I/O demand the direct compute0 -> io0 bundle could carry alone.
+    demand = {("c0", "s0"): 0.6 * COMPUTE_IO_Bps}
+    _, quiet = build(perlmutter(routing="ugal"))
+    quiet.plan(demand)
+    assert quiet.split("c0", "s0") == 0.0
+    busy_spec = perlmutter(routing="ugal", background=[background_job(rate_per_pair="80 GB/s")])
+    _, busy = build(busy_spec)
+    busy.plan(demand)
+    x = busy.split("c0", "s0")
+    # 60 GB/s on top of 80 GB/s: at least the 40 GB/s excess goes non-minimally.
+    assert x >= 0.4 / 0.6 - 1e-6
+    direct = busy.background_load_Bps()["pm.fabric.compute0-io0"]
+    assert direct + (1 - x) * demand[("c0", "s0")] <= COMPUTE_IO_Bps * (1 + 1e-6)
+    # The background job itself was routed minimally: its own load fits its link.
+    assert direct == pytest.approx(80e9)
+
+
+def test_overloaded_background_is_spread_by_ugal() -> None:
+    job = background_job(rate_per_pair="200 GB/s")
+    _, fabric = build(perlmutter(routing="ugal", background=[job]))
+    load = fabric.background_load_Bps()
+    assert load["pm.fabric.compute0-io0"] < 200e9
+    assert sum(w for n, w in load.items() if n.endswith("-io0")) == pytest.approx(200e9)
+    _, minimal = build(perlmutter(routing="minimal", background=[job]))
+    assert minimal.background_load_Bps() == {"pm.fabric.compute0-io0": pytest.approx(200e9)}
+
+
+def test_background_on_switch_and_fat_tree() -> None:
+    switch = SPEC.validate_python(
+        {
+            "topology": "switch",
+            "switches": 1,
+            "switch_bandwidth": "100 GB/s",
+            "background": [{"between": ["all", "all"], "rate_per_pair": "30 GB/s"}],
+        }
+    )
+    fabric = Fabric(Simulation(), "sw", switch)
+    assert fabric.background_load_Bps() == {"sw": pytest.approx(30e9)}
+    raw_tree = {
+        "topology": "fat-tree",
+        "leaves": 3,
+        "nodes_per_leaf": 2,
+        "uplinks_per_leaf": 2,
+        "link_bandwidth": "100 Gb/s",
+    }
+    tree = SPEC.validate_python(
+        {
+            **raw_tree,
+            "background": [{"between": ["all", "all"], "rate_per_pair": "1 GB/s", "groups": 2}],
+        }
+    )
+    fabric = Fabric(Simulation(), "ft", tree)
+    assert fabric.background_load_Bps() == {
+        name: pytest.approx(1e9)
+        for name in ("ft.leaf0.up", "ft.leaf1.down", "ft.leaf1.up", "ft.leaf0.down")
+    }
+    with pytest.raises(ValidationError, match="role\\(='compute'\\) has no groups"):
+        SPEC.validate_python({**raw_tree, "background": [{"rate_per_pair": "1 GB/s"}]})
+
+
+def test_whatif_scenario_with_background_off_is_bit_identical() -> None:
+    from pathlib import Path
+
+    from flashsim.scenario import load_scenario, run_loaded
+
+    path = Path(__file__).resolve().parent.parent / "scenarios/perlmutter/fabric-whatif.toml"
+    small = {"phases.write.nodes": "16", "phases.read.nodes": "16"}
+
+    def run(overrides: dict[str, str]) -> dict[str, Any]:
+        out = run_loaded(load_scenario(path, {**small, **overrides})).to_dict()
+        out.pop("wall_time_s")
+        return out
+
+    zero = run({})  # both jobs at rate 0
+    assert run({"system.fabric.background": "[]"}) == zero
+    busy = run(
+        {
+            "system.fabric.routing": '"minimal"',
+            "system.fabric.background.other-io.rate_per_pair": '"95 GB/s"',
+        }
+    )
+    assert busy["phases"][0]["bandwidth_Bps"] < zero["phases"][0]["bandwidth_Bps"]

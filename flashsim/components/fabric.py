@@ -13,10 +13,11 @@ is, lazily,
   link_bandwidth`` bytes/s; a transfer's path puts on it the fraction of the
   transfer's bytes routed across it (a split over routes gives fractional
   weights), and
-* in request fidelity, one :class:`LinkQueue` of ``links`` servers whose
-  service time for a request of ``size_B`` bytes is ``size_B /
-  link_bandwidth``, so its saturation throughput equals the resource's
-  capacity: the two fidelities agree where a bundle binds.
+* in request fidelity (:mod:`flashsim.components.fabric_request`), one
+  :class:`LinkQueue` of ``links`` servers whose service time for a request of
+  ``size_B`` bytes is ``size_B / link_bandwidth``, so its saturation
+  throughput equals the resource's capacity: the two fidelities agree where a
+  bundle binds.
 
 Routing (dragonfly): minimal routes are the shortest group paths (split evenly
 when there are several, e.g. compute to service through each I/O group);
@@ -25,10 +26,20 @@ ends, chosen uniformly (flow fidelity: an even split over all of them).  UGAL
 chooses per request between a minimal and a random Valiant route by comparing
 queue backlog x hops (Kim et al., ISCA 2008).  Flow fidelity, whose paths are
 fixed when a flow starts, uses the split :meth:`Fabric.plan` computes from the
-offered load (:func:`flashsim.components.routing.ugal_split`): all minimal
+offered load (:func:`flashsim.components.routing_ugal.ugal_split`): all minimal
 while the minimal bundles are not overloaded, then the excess over the
 Valiant routes with spare capacity, then balancing hops x excess load with
 the threshold's bias; pairs not planned route minimally.
+
+Background traffic (:mod:`flashsim.components.fabric_background`): the
+spec's ``background`` jobs
+(:class:`~flashsim.components.fabric_spec.BackgroundJobSpec`) start when the
+fabric is built, one flow per group pair capped at the job's
+``rate_per_pair`` with the job's ``streams`` as priority, routed under the
+fabric's routing (UGAL: the jobs' own offered load is planned first).
+:meth:`Fabric.plan` then plans I/O on top of the offered load of the
+background flows still running (:meth:`Fabric.background_load_Bps`).
+Request fidelity's link queues do not see background flows.
 """
 
 from __future__ import annotations
@@ -37,7 +48,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from flashsim.components.fabric_background import PLAN_ROUNDS, PLAN_TOL, BackgroundTraffic
+from flashsim.components.fabric_request import LinkQueue, RequestRouting
 from flashsim.components.fabric_spec import (
+    BackgroundJobSpec,
     DragonflySpec,
     FabricSpec,
     FatTreeSpec,
@@ -49,19 +63,14 @@ from flashsim.components.fabric_spec import (
     SwitchFabricSpec,
     place,
 )
-from flashsim.components.routing import (
-    Route,
-    build_topology,
-    max_flow_bound,
-    split_weights,
-    ugal_split,
-)
+from flashsim.components.routing import Route, build_topology, max_flow_bound, split_weights
+from flashsim.components.routing_ugal import ugal_split
 from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.maxmin import FloatArray
-from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 
 __all__ = [
+    "BackgroundJobSpec",
     "Demands",
     "DragonflySpec",
     "Fabric",
@@ -83,20 +92,8 @@ Demands = (
     | Mapping[tuple[str | int, str | int], float]
 )
 
-#: Duration (s) at its rate cap of a background flow given no volume: far beyond any run.
-_BACKGROUND_FOREVER_S = 1e9
 
-
-class LinkQueue(FifoQueue):
-    """A link bundle's FCFS queue (``servers`` = links) that reports its backlog."""
-
-    def backlog_s(self) -> float:
-        """Work (s) queued or in service per server: the wait a request joining now expects."""
-        now = self.env.now
-        return sum(max(t - now, 0.0) for t in self._free_at) / self.servers
-
-
-class Fabric:
+class Fabric(RequestRouting):
     """A network fabric inside a simulation.
 
     Parameters
@@ -138,6 +135,8 @@ class Fabric:
         self._resources: dict[str, Resource] = {}
         self._queues: dict[str, LinkQueue] = {}
         self._plan: dict[tuple[GroupId, GroupId], FloatArray] = {}
+        self._background = BackgroundTraffic(sim, name)
+        self._start_jobs(spec.background)
 
     # ----------------------------------------------------------------- groups
     @property
@@ -159,15 +158,17 @@ class Fabric:
         """One line naming the topology, its size and the routing, for ``describe``."""
         spec = self.spec
         if isinstance(spec, SwitchFabricSpec):
-            return f"switch fabric: {spec.switches} switches"
-        if isinstance(spec, FatTreeSpec):
-            return (
+            note = f"switch fabric: {spec.switches} switches"
+        elif isinstance(spec, FatTreeSpec):
+            note = (
                 f"fat tree: {spec.leaves} leaves x {spec.uplinks_per_leaf} uplinks, "
                 "minimal (ECMP) routing"
             )
-        roles = self.topology.group_roles
-        counts = ", ".join(f"{roles.count(r)} {r}" for r in dict.fromkeys(roles))
-        return f"dragonfly: {len(roles)} groups ({counts}), {self.routing} routing"
+        else:
+            roles = self.topology.group_roles
+            counts = ", ".join(f"{roles.count(r)} {r}" for r in dict.fromkeys(roles))
+            note = f"dragonfly: {len(roles)} groups ({counts}), {self.routing} routing"
+        return note + self._background.note()
 
     def group_of(self, endpoint: str) -> GroupId:
         """The group an attached endpoint is in."""
@@ -254,7 +255,9 @@ class Fabric:
         demands_Bps : mapping of (src, dst) to float
             Offered load in bytes/s per pair of endpoints (names) or groups
             (names or ids); endpoint pairs in the same group pair add up.
-            Minimal and Valiant routing ignore the plan.
+            Minimal and Valiant routing ignore the plan.  The load is planned
+            on top of the background flows still running, at their offered
+            rates (:meth:`background_load_Bps`).
         """
         by_pair: dict[tuple[GroupId, GroupId], float] = {}
         for (src, dst), rate in demands_Bps.items():
@@ -262,7 +265,9 @@ class Fabric:
                 raise ValueError(f"{self.name}: demand(={rate}) from {src} to {dst} must be >= 0")
             key = (self._group(src), self._group(dst))
             by_pair[key] = by_pair.get(key, 0.0) + float(rate)
-        self._plan = ugal_split(self.topology, by_pair, self.ugal_threshold)
+        self._plan = ugal_split(
+            self.topology, by_pair, self.ugal_threshold, base_load_Bps=self.background_load_Bps()
+        )
 
     # ------------------------------------------------------------ flow fidelity
     def _resource(self, bundle: str) -> Resource:
@@ -319,6 +324,7 @@ class Fabric:
         dst: str | Sequence[int],
         rate_Bps: float,
         volume_B: float | None = None,
+        streams: float = 1.0,
     ) -> list[Flow]:
         """Start background traffic between groups, sharing links with I/O.
 
@@ -333,6 +339,9 @@ class Fabric:
         volume_B : float, optional
             Aggregate bytes to move; unset: flows run until cancelled
             (``sim.flows.cancel_flow``).
+        streams : float
+            Priority of each flow at a shared bottleneck (> 0): its max-min
+            share is that of ``streams`` unit-weight flows.
 
         Returns
         -------
@@ -343,85 +352,68 @@ class Fabric:
             raise ValueError(f"{self.name}: rate_Bps(={rate_Bps}) must be > 0")
         srcs = self.groups_of(src) if isinstance(src, str) else [self._group(g) for g in src]
         dsts = self.groups_of(dst) if isinstance(dst, str) else [self._group(g) for g in dst]
-        pairs = [
-            (a, b) for a in srcs for b in dsts if any(r.bundles for r in self._routes(a, b)[0])
+        pairs = self._pairs(srcs, dsts)
+        each = None if volume_B is None else volume_B / len(pairs)
+        return [self._start(a, b, rate_Bps / len(pairs), each, streams) for a, b in pairs]
+
+    def background_load_Bps(self) -> dict[str, float]:
+        """Offered load (bytes/s) of the background flows still running, per bundle name."""
+        return self._background.load_Bps()
+
+    def _pairs(self, srcs: Sequence[GroupId], dsts: Sequence[GroupId]) -> list[tuple[int, int]]:
+        """Ordered group pairs whose minimal route crosses at least one bundle."""
+        return [(a, b) for a in srcs for b in dsts if any(r.bundles for r in self._routes(a, b)[0])]
+
+    def _span(self, role: str, job: BackgroundJobSpec) -> list[GroupId]:
+        groups = self.groups_of(role)
+        end = None if job.groups is None else job.first_group + job.groups
+        return groups[job.first_group : end]
+
+    def _start_jobs(self, jobs: Sequence[BackgroundJobSpec]) -> None:
+        """Start the spec's background jobs (UGAL: routed by a plan of their own load)."""
+        started = [
+            (job, self._pairs(self._span(job.between[0], job), self._span(job.between[1], job)))
+            for job in jobs
+            if job.rate_per_pair > 0
         ]
-        flows: list[Flow] = []
-        for a, b in pairs:
-            rate = rate_Bps / len(pairs)
-            size = rate * _BACKGROUND_FOREVER_S if volume_B is None else volume_B / len(pairs)
-            names = self.topology.group_names
-            flows.append(
-                self.sim.flows.start_flow(
-                    size,
-                    self.group_path(a, b),
-                    rate_cap_Bps=rate,
-                    name=f"{self.name}.background.{names[a]}-{names[b]}",
-                )
+        if not any(pairs for _, pairs in started):
+            return
+        if self.routing == "ugal":
+            demand: dict[tuple[GroupId, GroupId], float] = {}
+            for job, pairs in started:
+                for pair in pairs:
+                    demand[pair] = demand.get(pair, 0.0) + float(job.rate_per_pair)
+            self._plan = ugal_split(
+                self.topology,
+                demand,
+                self.ugal_threshold,
+                rounds=PLAN_ROUNDS,
+                tol=PLAN_TOL,
             )
-        return flows
+        for job, pairs in started:
+            for a, b in pairs:
+                self._start(
+                    a, b, float(job.rate_per_pair), job.volume_per_pair, job.streams, job.name
+                )
+        self._plan = {}
+
+    def _start(
+        self,
+        a: GroupId,
+        b: GroupId,
+        rate_Bps: float,
+        volume_B: float | None,
+        streams: float,
+        job: str | None = None,
+    ) -> Flow:
+        """One background flow from group ``a`` to group ``b``, recorded for :meth:`plan`."""
+        names = self.topology.group_names
+        label = f"{job}.{names[a]}-{names[b]}" if job else f"{names[a]}-{names[b]}"
+        return self._background.start(self.group_path(a, b), rate_Bps, volume_B, streams, label)
 
     def resources(self) -> list[Resource]:
         """The flow resources built so far (for bottleneck reports)."""
         return list(self._resources.values())
-
-    # --------------------------------------------------------- request fidelity
-    def _queue(self, bundle: str) -> LinkQueue:
-        queue = self._queues.get(bundle)
-        if queue is None:
-            links = self.topology.bundles[bundle].links
-            queue = LinkQueue(self.sim.env, bundle, servers=links)
-            self._queues[bundle] = queue
-        return queue
-
-    def _cost(self, route: Route) -> float:
-        backlog = max((self._queue(n).backlog_s() for n in route.bundles), default=0.0)
-        return route.hops * backlog
-
-    def request_hops(
-        self, src: str, dst: str, size_B: float, rng: np.random.Generator
-    ) -> list[tuple[FifoQueue, float]]:
-        """Queues one request (packet group) of ``size_B`` bytes visits, and its service there.
-
-        The route is chosen per request: minimal (uniform among minimal
-        routes), Valiant (uniform intermediate group), or UGAL: a minimal
-        route and a random Valiant route, taking the Valiant one when
-        ``hops_min * backlog_min > ugal_threshold * hops_nm * backlog_nm``,
-        a route's backlog being that of its most loaded bundle queue (UGAL-G).
-        Visit the queues in order (``queue.visit(service_s)``); add
-        :meth:`latency_s` for the wire.
-
-        Parameters
-        ----------
-        src, dst : str
-            Attached endpoint names.
-        size_B : float
-            Bytes of the request (> 0).
-        rng : numpy.random.Generator
-            Stream for route choices, e.g. ``sim.rng("perlmutter.fabric.routing")``.
-
-        Returns
-        -------
-        list of (FifoQueue, float)
-            Each bundle queue on the route and the service time (s) of the request there.
-        """
-        if not size_B > 0:
-            raise ValueError(f"{self.name}: size_B(={size_B}) must be > 0")
-        a, b = self.group_of(src), self.group_of(dst)
-        mins, nms = self._routes(a, b)
-        route = mins[int(rng.integers(len(mins)))] if len(mins) > 1 else mins[0]
-        if nms and self.routing == "valiant":
-            route = nms[int(rng.integers(len(nms)))]
-        elif nms and self.routing == "ugal":
-            other = nms[int(rng.integers(len(nms)))]
-            if self._cost(route) > self.ugal_threshold * self._cost(other):
-                route = other
-        bundles = self.topology.bundles
-        return [(self._queue(n), size_B / bundles[n].link_Bps) for n in route.bundles]
-
-    def queues(self) -> list[FifoQueue]:
-        """The request queues built so far."""
-        return list(self._queues.values())
 
     # ----------------------------------------------------------------- bounds
     def describe_bound_Bps(

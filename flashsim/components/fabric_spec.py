@@ -5,6 +5,16 @@ A model file describes its fabric with one ``[fabric]`` table whose
 :class:`flashsim.components.fabric.Fabric` builds resources (flow fidelity) and
 queues (request fidelity) from it.
 
+Background traffic (other jobs) is part of the fabric: each ``background`` job
+(:class:`BackgroundJobSpec`) starts one rate-capped flow per (source group,
+destination group) pair when the fabric is built, so every system kind using
+the fabric meets it; e.g. a job spanning compute groups 16 to 23 (of 24) that
+sends 100 GB/s from each of them to each other one::
+
+    background = [
+      { between = ["compute", "compute"], rate_per_pair = "100 GB/s", first_group = 16 },
+    ]
+
 Perlmutter (the reference dragonfly) as a model-file table::
 
     [fabric]
@@ -32,6 +42,7 @@ Perlmutter (the reference dragonfly) as a model-file table::
       # compute<->compute links are not in the seed: ASSUMED, set in the model file.
       # { between = ["compute", "compute"], links = ..., bandwidth = "200 Gb/s" },
     ]
+
 """
 
 from __future__ import annotations
@@ -42,7 +53,7 @@ import networkx as nx
 import numpy as np
 from pydantic import Field, model_validator
 
-from flashsim.config import Bandwidth, NonNegativeSeconds, StrictModel
+from flashsim.config import Bandwidth, Bytes, NonNegativeBandwidth, NonNegativeSeconds, StrictModel
 
 #: A group's global id (index into :attr:`Fabric.group_names`).
 GroupId = int
@@ -50,6 +61,88 @@ GroupId = int
 Placement = Literal["packed", "spread", "random"]
 #: Dragonfly routing policies: minimal, Valiant (random intermediate group), UGAL.
 Routing = Literal["minimal", "valiant", "ugal"]
+
+
+#: Share weight of a background flow when unset: it counts as this many I/O streams.
+DEFAULT_BACKGROUND_STREAMS = 1024
+
+
+class BackgroundJobSpec(StrictModel):
+    """Background traffic: a job moving data from the groups of one role to those of another.
+
+    The job sends ``rate_per_pair`` bytes/s from each source group to each
+    destination group it spans (ordered pairs, so the same role twice gives both
+    directions of every pair; a group with itself only where traffic inside a
+    group crosses a modelled bundle: a switch, dragonfly local links), one
+    rate-capped flow per pair,
+    routed like any traffic under the fabric's routing (UGAL: the job's own
+    offered load is planned first, and later I/O is planned on top of it).
+    At a congested link each flow gets the max-min share of ``streams``
+    unit-weight flows (``streams`` is its priority), so a job of many node
+    pairs is not squeezed to the share of one I/O rank.
+    """
+
+    name: Annotated[str, Field(min_length=1)] | None = Field(
+        None,
+        description="Label of the job, in its flows' names; --set addresses it "
+        "(fabric.background.NAME.rate_per_pair).",
+    )
+    between: tuple[str, str] = Field(
+        ("compute", "compute"),
+        description='Source and destination roles, e.g. ["compute", "compute"] or '
+        '["compute", "io"] (other jobs\' writes); "all" on switch and fat-tree fabrics.',
+    )
+    rate_per_pair: NonNegativeBandwidth = Field(
+        description="Offered rate from each source group to each destination group, bytes/s "
+        '(e.g. "50 GB/s"); 0 starts nothing. The total is rate_per_pair x the number of pairs.'
+    )
+    groups: Annotated[int, Field(ge=1)] | None = Field(
+        None,
+        description="Groups of each role the job spans, counted from first_group "
+        "(unset: all the role's groups from first_group on).",
+    )
+    first_group: Annotated[int, Field(ge=0)] = Field(
+        0, description="Index among each role's groups of the first group the job spans."
+    )
+    volume_per_pair: Bytes | None = Field(
+        None,
+        description="Bytes each pair moves before its flow ends; unset: it runs for the whole "
+        "simulation.",
+    )
+    streams: Annotated[float, Field(gt=0)] = Field(
+        DEFAULT_BACKGROUND_STREAMS,
+        description="Streams one pair's flow stands for at a congested link (its max-min "
+        "priority; an I/O rank's flow counts 1).",
+    )
+
+
+def check_background(
+    jobs: list[BackgroundJobSpec], counts: dict[str, int], where: str = "background"
+) -> None:
+    """Raise ``ValueError`` when a job names a role with no groups or spans groups it lacks.
+
+    Parameters
+    ----------
+    jobs : list of BackgroundJobSpec
+        The jobs.
+    counts : dict of str to int
+        Groups of each role.
+    where : str
+        Key named in messages.
+    """
+    for i, job in enumerate(jobs):
+        for role in job.between:
+            if role not in counts:
+                raise ValueError(
+                    f"{where}[{i}].between: role(={role!r}) has no groups "
+                    f"(roles with groups: {', '.join(sorted(counts))})"
+                )
+            last = job.first_group + (job.groups or 1)
+            if last > counts[role]:
+                raise ValueError(
+                    f"{where}[{i}]: first_group(={job.first_group}) + groups(={job.groups}) "
+                    f"exceeds the {counts[role]} {role!r} group(s)"
+                )
 
 
 class SwitchFabricSpec(StrictModel):
@@ -68,6 +161,16 @@ class SwitchFabricSpec(StrictModel):
         description='Switching capacity of one switch, bytes/s (e.g. "12.8 Tb/s").'
     )
     latency: NonNegativeSeconds = Field("0 s", description="Seconds per traversal of the fabric.")
+    background: list[BackgroundJobSpec] = Field(
+        [],
+        description="Background traffic jobs sharing the fabric (other jobs' traffic), started "
+        "when the fabric is built; empty for none.",
+    )
+
+    @model_validator(mode="after")
+    def _check_background(self) -> SwitchFabricSpec:
+        check_background(self.background, {"all": 1})
+        return self
 
 
 class FatTreeSpec(StrictModel):
@@ -90,6 +193,16 @@ class FatTreeSpec(StrictModel):
     latency: NonNegativeSeconds = Field(
         "0 s", description="Seconds per switch hop (1 within a leaf, 3 leaf-spine-leaf)."
     )
+    background: list[BackgroundJobSpec] = Field(
+        [],
+        description="Background traffic jobs sharing the fabric (other jobs' traffic), started "
+        "when the fabric is built; empty for none.",
+    )
+
+    @model_validator(mode="after")
+    def _check_background(self) -> FatTreeSpec:
+        check_background(self.background, {"all": self.leaves})
+        return self
 
 
 class GroupKind(StrictModel):
@@ -169,6 +282,11 @@ class DragonflySpec(StrictModel):
         description="Roles whose groups may be Valiant/UGAL intermediates (unset: all roles); "
         "an intermediate must have global links to both ends.",
     )
+    background: list[BackgroundJobSpec] = Field(
+        [],
+        description="Background traffic jobs sharing the fabric (other jobs' traffic), started "
+        "when the fabric is built; empty for none.",
+    )
 
     @model_validator(mode="after")
     def _check_roles(self) -> DragonflySpec:
@@ -204,6 +322,7 @@ class DragonflySpec(StrictModel):
                 "global_links leave some groups unreachable from others "
                 f"(roles: {known}; links between: {[list(b.between) for b in self.global_links]})"
             )
+        check_background(self.background, counts)
         return self
 
     @property

@@ -1,4 +1,4 @@
-"""Group-level structure and routes of a network fabric, the UGAL split and the fabric's bound.
+"""Group-level structure and routes of a network fabric, and the fabric's bound.
 
 A fabric is seen at the level of *groups* (a dragonfly group, a fat-tree leaf,
 the single group of a switch fabric) joined by *bundles*: sets of ``links``
@@ -10,20 +10,18 @@ a group's local links, a switch set).  A bundle becomes one flow resource of
 A :class:`Route` is a sequence of bundles from a source group to a destination
 group.  Each topology gives the minimal routes between two groups (split
 evenly) and the non-minimal (Valiant) routes, one per intermediate group (split
-evenly).  :func:`ugal_split` computes the fraction of a group pair's traffic
-that adaptive routing sends non-minimally, and :func:`max_flow_bound` the
-largest aggregate rate a set of routes can carry.
+evenly).  :func:`max_flow_bound` gives the largest aggregate rate a set of
+routes can carry; :func:`flashsim.components.routing_ugal.ugal_split` the
+fraction of a group pair's traffic that adaptive routing sends non-minimally.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import networkx as nx
-import numpy as np
-import numpy.typing as npt
 
 from flashsim.components.fabric_spec import (
     DragonflySpec,
@@ -31,12 +29,6 @@ from flashsim.components.fabric_spec import (
     GroupId,
     SwitchFabricSpec,
 )
-from flashsim.engine.maxmin import FloatArray
-
-#: Bisection steps of the per-pair UGAL balance before a final linear interpolation.
-_BISECTION_STEPS = 20
-#: Past sweeps the Anderson acceleration of :func:`ugal_split` combines.
-_ANDERSON_DEPTH = 5
 
 
 @dataclass(frozen=True)
@@ -289,189 +281,6 @@ def split_weights(
                 for name in route.bundles:
                     weights[name] = weights.get(name, 0.0) + share * x * fraction
     return weights
-
-
-@dataclass(frozen=True)
-class _PairRoutes:
-    """One group pair's routes over the bundles it crosses, for :func:`ugal_split`.
-
-    ``carry[r, j]`` is the bytes on bundle ``idx[j]`` per byte sent on route
-    ``r`` (route 0: the minimal routes, evenly; 1..K: the Valiant routes);
-    ``costed`` leaves out bundles every route crosses (the ends' local links),
-    which cannot steer the choice; ``scale[r]`` is hops (x threshold for
-    Valiant routes).
-    """
-
-    demand: float
-    idx: npt.NDArray[np.int64]
-    carry: FloatArray
-    costed: npt.NDArray[np.bool_]
-    scale: FloatArray
-
-    @classmethod
-    def build(
-        cls,
-        demand: float,
-        mins: list[Route],
-        nms: list[Route],
-        index: dict[str, int],
-        threshold: float,
-    ) -> _PairRoutes:
-        rows = [split_weights(mins, [], 0.0, 1.0)] + [split_weights([], [r], 1.0, 1.0) for r in nms]
-        names = sorted(set().union(*rows))
-        carry = np.array([[row.get(n, 0.0) for n in names] for row in rows])
-        used = carry > 0
-        costed = used & ~used.all(axis=0)
-        scale = np.array([mins[0].hops] + [threshold * r.hops for r in nms], dtype=float)
-        idx = np.array([index[n] for n in names], dtype=np.int64)
-        return cls(demand, idx, carry, costed, scale)
-
-    def load(self, fractions: FloatArray) -> FloatArray:
-        """Bytes/s this pair puts on its bundles when routes carry ``fractions`` of it."""
-        load: FloatArray = self.demand * (fractions @ self.carry)
-        return load
-
-    def best_reply(self, base: FloatArray, cap: FloatArray) -> FloatArray:
-        """Route fractions of the fluid UGAL rule against the other pairs' load ``base``."""
-
-        # Fraction route r takes before its weighted excess reaches ``level``:
-        # min over its costed bundles of alpha + beta * level, floored at 0.
-        per_byte = self.demand * np.where(self.costed, self.carry, 1.0)
-        alpha = np.where(self.costed, (cap - base) / per_byte, np.inf)
-        beta = np.where(self.costed, cap / per_byte / self.scale[:, None], 0.0)
-
-        def room(level: float) -> FloatArray:
-            free: FloatArray = np.clip((alpha + beta * level).min(axis=1), 0.0, None)
-            return free
-
-        free = room(0.0)
-        out = np.zeros(len(self.scale))
-        if free[0] >= 1.0:
-            out[0] = 1.0
-            return out
-        if free.sum() >= 1.0:
-            out[0] = free[0]
-            out[1:] = (1.0 - free[0]) * free[1:] / free[1:].sum()
-            return out
-        lo, hi = 0.0, 1.0
-        while room(hi).sum() < 1.0:
-            lo, hi = hi, 2.0 * hi
-        for _ in range(_BISECTION_STEPS):
-            mid = 0.5 * (lo + hi)
-            lo, hi = (mid, hi) if room(mid).sum() < 1.0 else (lo, mid)
-        # The total room is piecewise linear in the level: interpolate in the bracket.
-        s_lo, s_hi = float(room(lo).sum()), float(room(hi).sum())
-        level = lo + (hi - lo) * (1.0 - s_lo) / (s_hi - s_lo) if s_hi > s_lo else hi
-        out = np.minimum(room(level), 1.0)
-        reply: FloatArray = out / out.sum()
-        return reply
-
-
-def ugal_split(
-    topology: Topology,
-    demands_Bps: Mapping[tuple[GroupId, GroupId], float],
-    threshold: float,
-    rounds: int = 200,
-    tol: float = 1e-6,
-) -> dict[tuple[GroupId, GroupId], FloatArray]:
-    """Route fractions per group pair at the fixed point of a fluid UGAL rule.
-
-    A bundle's queue in the fluid picture grows at ``q(u) = max(u - 1, 0)``
-    (its excess of offered load over capacity, relative to capacity): zero
-    while the bundle is not overloaded, as a real queue stays near empty.  A
-    route's cost is its hops times the ``q`` of its most loaded bundle, and
-    a Valiant route's cost is also multiplied by ``threshold``.  As in UGAL
-    (Kim et al., ISCA 2008: minimal unless ``q_min * H_min`` exceeds
-    ``q_nonmin * H_nonmin``, here with a multiplicative bias), each pair
-    sends all its traffic minimally while its minimal bundles are not
-    overloaded; otherwise it fills them to capacity and spreads the rest over
-    its Valiant routes in proportion to their spare capacity (a random
-    intermediate whose queue is empty is accepted, a congested one refused);
-    when that is not enough, it equalises the weighted excesses of all its
-    routes.  Pairs reply in turn to the loads of all the others (Gauss-Seidel
-    sweeps, Anderson-accelerated) until a sweep moves no fraction by ``tol``.
-
-    Parameters
-    ----------
-    topology : Topology
-        The fabric.
-    demands_Bps : mapping of (int, int) to float
-        Offered load in bytes/s per (source group, destination group).
-    threshold : float
-        UGAL bias towards minimal routes (> 0).
-    rounds : int
-        Most sweeps.
-    tol : float
-        Convergence tolerance on the fractions.
-
-    Returns
-    -------
-    dict of (int, int) to numpy.ndarray
-        For each pair with demand and Valiant routes, the fraction of its
-        traffic on its minimal routes (element 0) and on each route of
-        ``topology.nonminimal(a, b)`` (elements 1..K).
-    """
-    fixed: dict[str, float] = {}
-    keys: list[tuple[GroupId, GroupId]] = []
-    for (a, b), demand in demands_Bps.items():
-        if not demand > 0 or a == b:
-            continue
-        if topology.nonminimal(a, b):
-            keys.append((a, b))
-        else:
-            for name, w in split_weights(topology.minimal(a, b), [], 0.0, demand).items():
-                fixed[name] = fixed.get(name, 0.0) + w
-    index = {name: i for i, name in enumerate(topology.bundles)}
-    cap = np.array([topology.bundles[n].capacity_Bps for n in index])
-    fixed_load = np.zeros(len(index))
-    for name, w in fixed.items():
-        fixed_load[index[name]] += w
-    pairs = [
-        _PairRoutes.build(
-            float(demands_Bps[k]), topology.minimal(*k), topology.nonminimal(*k), index, threshold
-        )
-        for k in keys
-    ]
-    bounds = np.cumsum([0] + [len(p.scale) for p in pairs])
-
-    def sweep(x: FloatArray) -> FloatArray:
-        """One Gauss-Seidel pass from fractions ``x``: each pair's best reply in turn."""
-        load = fixed_load.copy()
-        for p, lo, hi in zip(pairs, bounds[:-1], bounds[1:], strict=True):
-            load[p.idx] += p.load(x[lo:hi])
-        out = x.copy()
-        for p, lo, hi in zip(pairs, bounds[:-1], bounds[1:], strict=True):
-            base = load[p.idx] - p.load(out[lo:hi])
-            out[lo:hi] = p.best_reply(base, cap[p.idx])
-            load[p.idx] = base + p.load(out[lo:hi])
-        return out
-
-    def project(x: FloatArray) -> FloatArray:
-        x = np.clip(x, 0.0, None)
-        for lo, hi in itertools.pairwise(bounds):
-            total = x[lo:hi].sum()
-            x[lo:hi] = x[lo:hi] / total if total > 0 else np.eye(1, hi - lo)[0]
-        return x
-
-    # Anderson acceleration of the sweeps: pairs sharing detour bundles couple
-    # strongly, and plain sweeps then take ~100 rounds.
-    x = np.zeros(int(bounds[-1]))
-    x[bounds[:-1]] = 1.0
-    xs: list[FloatArray] = []
-    gs: list[FloatArray] = []
-    for _ in range(rounds):
-        g = sweep(x)
-        if not len(x) or float(np.abs(g - x).max()) < tol:
-            x = g
-            break
-        xs, gs = [*xs[-_ANDERSON_DEPTH:], x], [*gs[-_ANDERSON_DEPTH:], g]
-        if len(xs) > 1:
-            f = np.array([gi - xi for gi, xi in zip(gs, xs, strict=True)]).T
-            dg = np.diff(np.array(gs).T, axis=1)
-            gamma = np.linalg.lstsq(np.diff(f, axis=1), f[:, -1], rcond=None)[0]
-            g = g - dg @ gamma
-        x = project(g)
-    return {k: x[lo:hi].copy() for k, lo, hi in zip(keys, bounds[:-1], bounds[1:], strict=True)}
 
 
 def max_flow_bound(

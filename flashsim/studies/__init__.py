@@ -3,6 +3,6 @@
 A study's runs are phases of a system kind (for VAST,
 :mod:`flashsim.systems.vast_study`), so scenarios and validation records run
 them; a study module here runs the same units on Dask
-(:func:`flashsim.sweep.run_tasks`) and draws the figures.  Nothing below this
+(:func:`flashsim.tasks.run_tasks`) and draws the figures.  Nothing below this
 package imports it (``docs/architecture.md``).
 """

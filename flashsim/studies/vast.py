@@ -3,7 +3,7 @@
 The studies themselves are phases of the ``vast`` kind
 (:mod:`flashsim.systems.vast_study`; scenarios ``scenarios/vast/*.toml`` run
 them, and the validation records read their summaries).  Here the same
-units run as :func:`flashsim.sweep.run_tasks` tasks, ``workers`` of them, so
+units run as :func:`flashsim.tasks.run_tasks` tasks, ``workers`` of them, so
 a notebook gets the rows of a full grid in a fraction of the time -- and the
 same rows as the scenario, since each unit seeds its own system:
 
@@ -25,7 +25,6 @@ import pandas as pd
 
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
-from flashsim.sweep import run_tasks
 from flashsim.systems import vast_study
 from flashsim.systems.vast import (
     VastGridPhase,
@@ -36,6 +35,7 @@ from flashsim.systems.vast import (
 )
 from flashsim.systems.vast_study_summary import summarize_grid, summarize_iops, summarize_sizes
 from flashsim.systems.vast_study_units import MAX_SEGMENTS, ior_phase
+from flashsim.tasks import run_tasks
 from flashsim.units import MIB
 
 __all__ = [

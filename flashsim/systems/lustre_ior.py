@@ -154,22 +154,37 @@ class LustreIor(LustreCore):
         """Offered load (bytes/s) per (source, destination) fabric group, for adaptive routing.
 
         A rank offers at most its node's NIC share, spread evenly over its
-        file's targets.
+        file's targets; a target takes at most what its OST stack and its
+        server's NIC share deliver, so a job that oversubscribes the storage
+        does not push the excess onto non-minimal routes.
         """
-        c_dir, _ = data_directions(phase.operation)
+        op = phase.operation
+        c_dir, s_dir = data_directions(op)
+        oss = self.model.oss
         nic_Bps = self.model.client.nic.node_Bps(c_dir) / phase.ranks_per_node
+        eff = oss.stack_write_efficiency if op == "write" else oss.stack_read_efficiency
+        target_Bps = min(
+            oss.target_peak_Bps(op) * eff, oss.nic.node_Bps(s_dir) / oss.targets_per_server
+        )
         fabric = self.fabric
         io_groups = fabric.groups_of(role_of(self.model.fabric, "io"))
-        per = self.model.oss.targets_per_server
-        demand: dict[tuple[int, int], float] = {}
+        per = oss.targets_per_server
+        offered: dict[tuple[int, int], float] = {}  # (client group, target) -> bytes/s
         for r in range(phase.ranks):
             here = fabric.group_of(self.client(phase.node_of(r)).name)
             targets = self._targets(phase, r)
             share = nic_Bps / len(targets)
             for tgt in targets:
-                there = io_groups[self.server_group(tgt // per)]
-                key = (here, there) if phase.operation == "write" else (there, here)
-                demand[key] = demand.get(key, 0.0) + share
+                offered[here, tgt] = offered.get((here, tgt), 0.0) + share
+        by_target: dict[int, float] = {}
+        for (_, tgt), rate in offered.items():
+            by_target[tgt] = by_target.get(tgt, 0.0) + rate
+        demand: dict[tuple[int, int], float] = {}
+        for (here, tgt), rate in offered.items():
+            there = io_groups[self.server_group(tgt // per)]
+            key = (here, there) if op == "write" else (there, here)
+            taken = rate * min(1.0, target_Bps / by_target[tgt])
+            demand[key] = demand.get(key, 0.0) + taken
         return demand
 
     def _route(self, node: ClientNode, targets: tuple[int, ...], op: OpKind) -> PathEntries:

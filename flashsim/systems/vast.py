@@ -8,6 +8,8 @@ The kind is split by job:
   ``vast-size-sweep``);
 * :mod:`flashsim.systems.vast_topology` -- the components and the flow paths
   between them (see there for the path of each operation);
+* :mod:`flashsim.systems.vast_network` -- the NVMe fabric and the optional
+  client fabric (the shared :class:`~flashsim.components.fabric.Fabric`);
 * :mod:`flashsim.systems.vast_request` -- request fidelity (drive queues);
 * :mod:`flashsim.systems.vast_system` -- the built system (IOR protocol);
 * :mod:`flashsim.systems.vast_study`, ``vast_study_units``,
@@ -19,16 +21,18 @@ The kind is split by job:
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from flashsim.components.fabric_spec import FabricSpec
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Description, Fidelity, SystemKind
 from flashsim.systems.vast_describe import check_model, check_phase, describe_model
 from flashsim.systems.vast_model import (
     CNodeSpec,
     DNodeSpec,
-    FabricSpec,
     TurnoverSpec,
+    VastClientSpec,
     VastModel,
 )
 from flashsim.systems.vast_phases import (
@@ -39,6 +43,7 @@ from flashsim.systems.vast_phases import (
 )
 from flashsim.systems.vast_study import run_study_phase
 from flashsim.systems.vast_system import VastSystem
+from flashsim.tasks import run_tasks
 from flashsim.workloads.ior import IorTarget
 
 __all__ = [
@@ -46,6 +51,7 @@ __all__ = [
     "DNodeSpec",
     "FabricSpec",
     "TurnoverSpec",
+    "VastClientSpec",
     "VastGridPhase",
     "VastIopsGridPhase",
     "VastIorPhase",
@@ -66,8 +72,16 @@ class VastKind(SystemKind):
     own_phases = (VastIorPhase, VastGridPhase, VastIopsGridPhase, VastSizeSweepPhase)
 
     def build(self, model: VastModel, sim: Simulation, fidelity: Fidelity) -> BuiltSystem:
-        """A :class:`VastSystem` that runs study phases with :func:`run_study_phase`."""
-        return VastSystem(model, sim, fidelity, studies=run_study_phase)
+        """A :class:`VastSystem` that runs study phases with :func:`run_study_phase`.
+
+        The study's units run as Dask tasks (:func:`flashsim.tasks.run_tasks`,
+        ``phase.workers`` of them; one runs in this process), so ``flashsim run``
+        and ``flashsim validate`` use parallel workers; each unit seeds its own
+        system, so the rows are the same for any number of workers.
+        """
+        return VastSystem(
+            model, sim, fidelity, studies=partial(run_study_phase, executor=run_tasks)
+        )
 
     def check(self, model: VastModel) -> None:
         """Cross-field checks of the model (see :func:`.vast_describe.check_model`)."""

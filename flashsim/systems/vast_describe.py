@@ -9,12 +9,16 @@ run, before anything is built.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from flashsim.components.fabric_spec import SwitchFabricSpec
 from flashsim.components.nfs import NfsClientModel
 from flashsim.config import warn
+from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Description, LayerPeak, bottleneck, check_size
 from flashsim.systems.vast_model import VastModel, ssd
+from flashsim.systems.vast_network import VastNetwork
 from flashsim.systems.vast_phases import buffered_write
 from flashsim.workloads.ior import FileLayout, IorPhase
 
@@ -60,7 +64,19 @@ def check_phase(model: VastModel, phase: Any) -> None:
 
 
 def describe_model(model: VastModel) -> Description:
-    """Component counts, per-layer peaks, bottlenecks and derived numbers of ``model``."""
+    """Component counts, per-layer peaks, bottlenecks and derived numbers of ``model``.
+
+    The ``system`` scope holds true upper bounds on what a run can reach:
+    every port layer, the fabrics (max-flow bounds between the endpoints as
+    the system places them, :meth:`Fabric.describe_bound_Bps`) and the drives
+    as the tier uses them -- reads from wherever the data lives (SCM at
+    ``scm_read_efficiency`` plus QLC), writes into SCM before migration runs
+    (``scm_copies`` replicas at ``scm_write_efficiency``).  The ``tier`` scope
+    gives each medium alone, with the sustained write rate once migration
+    follows ingest; ``bottlenecks`` names the system bound's layer for
+    ``read``/``write`` and, for data in SCM, on QLC, or written with
+    migration running, the layer that binds then.
+    """
     cn, dn, cl = model.cnode, model.dnode, model.client
     scm = ssd(dn.scm_drive, "dnode.scm_drive")
     qlc = ssd(dn.qlc_drive, "dnode.qlc_drive")
@@ -75,6 +91,9 @@ def describe_model(model: VastModel) -> Description:
     # copies writes + 1 migration read on SCM (drive time-shared).
     per_byte = copies * scm.read_bandwidth / (scm.write_bandwidth * tier.scm_write_efficiency) + 1.0
     scm_sustained = n_scm * scm.read_bandwidth / per_byte
+    scm_read = n_scm * scm.read_bandwidth * tier.scm_read_efficiency
+    qlc_read = n_qlc * qlc.read_bandwidth
+    net = VastNetwork(model, Simulation(seed=0))
     layers = [
         LayerPeak(
             "system",
@@ -82,8 +101,9 @@ def describe_model(model: VastModel) -> Description:
             cl.count,
             cl.count * cm.nic_Bps("ingress"),
             cl.count * cm.nic_Bps("egress"),
-            note=f"{cm.ports} x EDR per client",
+            note=f"{cm.ports} x {cl.nic.port_bandwidth * 8 / 1e9:g} Gb/s per client",
         ),
+        *_client_fabric(model, net),
         LayerPeak(
             "system",
             "CNode client ports",
@@ -101,6 +121,14 @@ def describe_model(model: VastModel) -> Description:
         ),
         LayerPeak(
             "system",
+            "NVMe fabric",
+            1,
+            net.back.describe_bound_Bps(net.dnodes, net.cnodes),
+            net.back.describe_bound_Bps(net.cnodes, net.dnodes) / copies,
+            note=f"{net.back.describe_note()}; writes cross {copies}x (replicas)",
+        ),
+        LayerPeak(
+            "system",
             "DNode fabric ports",
             dn.count,
             dn.count * dn.fabric_nic.node_Bps("egress"),
@@ -108,22 +136,32 @@ def describe_model(model: VastModel) -> Description:
         ),
         LayerPeak(
             "system",
+            "drives (SCM + QLC)",
+            n_scm + n_qlc,
+            scm_read + qlc_read,
+            scm_write,
+            note="reads from wherever the data lives; writes into SCM before migration runs",
+        ),
+        LayerPeak(
+            "tier",
             "SCM drives",
             n_scm,
-            n_scm * scm.read_bandwidth * tier.scm_read_efficiency,
+            scm_read,
             scm_sustained,
             note=f"reads at {tier.scm_read_efficiency:g} of datasheet; writes: {copies} "
             f"replicas at {tier.scm_write_efficiency:g} of datasheet, +1 migration read",
         ),
         LayerPeak(
-            "system",
+            "tier",
             "QLC drives",
             n_qlc,
-            n_qlc * qlc.read_bandwidth,
+            qlc_read,
             n_qlc * qlc.write_bandwidth * k / (k + m),
             note="reads of aged data; migration",
         ),
     ]
+    ports = [layer for layer in layers if layer.scope == "system"][:-1]  # all but the drives
+    scm_alone, qlc_alone = (replace(layer, scope="system") for layer in layers[-2:])
     qlc_raw = n_qlc * qlc.capacity
     qlc_usable = qlc_raw * k / (k + m)
     ratio = tier.write_buffer / qlc_usable
@@ -141,6 +179,9 @@ def describe_model(model: VastModel) -> Description:
         rate = model.turnover.daily_writes / 86400.0
         derived["turnover_buffer_TB"] = buffer_B / 1e12
         derived["turnover_minutes"] = buffer_B / rate / 60.0
+    switches: dict[str, int] = {}
+    if isinstance(model.fabric, SwitchFabricSpec):
+        switches["fabric_switches"] = model.fabric.switches
     return Description(
         system=model.name,
         kind="vast",
@@ -150,12 +191,41 @@ def describe_model(model: VastModel) -> Description:
             "dnodes": dn.count,
             "scm_drives": n_scm,
             "qlc_drives": n_qlc,
-            "fabric_switches": model.fabric.switches,
+            **(
+                {"fabric_switches": model.fabric.switches}
+                if isinstance(model.fabric, SwitchFabricSpec)
+                else {}
+            ),
         },
         layers=layers,
         bottlenecks={
             "read": bottleneck(layers, "system", "read_Bps"),
             "write": bottleneck(layers, "system", "write_Bps"),
+            "read (data in SCM)": bottleneck([*ports, scm_alone], "system", "read_Bps"),
+            "read (data on QLC)": bottleneck([*ports, qlc_alone], "system", "read_Bps"),
+            "write (migration running)": bottleneck([*ports, scm_alone], "system", "write_Bps"),
         },
         derived=derived,
     )
+
+
+def _client_fabric(model: VastModel, net: VastNetwork) -> list[LayerPeak]:
+    """The client fabric's max-flow bounds between the model's clients and the CNodes."""
+    if net.front is None:
+        return []
+    placement = model.client.placement
+    groups = {net.front.group_of(c) for c in net.clients}
+    note = (
+        f"{net.front.describe_note()}; {len(net.clients)} clients in {len(groups)} "
+        f"{placement.role} group(s) ({placement.policy}), CNodes in io groups"
+    )
+    return [
+        LayerPeak(
+            "system",
+            "client fabric",
+            len(groups),
+            net.front.describe_bound_Bps(net.cnodes, net.clients),
+            net.front.describe_bound_Bps(net.clients, net.cnodes),
+            note=note,
+        )
+    ]

@@ -2,8 +2,14 @@
 
 Seed 002 Fig. 1 and Appendix A: client nodes mount the system over NFS/RDMA;
 stateless CNodes bridge the client network and an NVMe-oF fabric; DNodes
-project bare SCM and QLC drives over that fabric.  Every value is SI (bytes,
-seconds, bytes/s) once parsed.
+project bare SCM and QLC drives over that fabric.  Both networks are the
+shared fabric component (:data:`~flashsim.components.fabric_spec.FabricSpec`):
+``[fabric]`` is the NVMe fabric between CNodes and DNodes (VAST's own
+switches: ``topology = "switch"``), and the optional ``[client_fabric]`` is
+the network between clients and CNodes (unset: clients reach the CNodes
+directly over their HCAs; a dragonfly puts clients in the groups of
+``client.placement.role`` and CNodes in its ``io`` groups).  Every value is
+SI (bytes, seconds, bytes/s) once parsed.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ from pydantic import Field
 
 from flashsim.components.cpu import CpuSpec
 from flashsim.components.drive import DriveField
+from flashsim.components.fabric_spec import DragonflySpec, FabricSpec
 from flashsim.components.nfs import NfsClientSpec
 from flashsim.components.nic import NicSpec
+from flashsim.components.placement import PlacementSpec
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.tier import TierSpec
-from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, StrictModel
+from flashsim.config import Bytes, NonNegativeSeconds, StrictModel
 
 
 class CNodeSpec(StrictModel):
@@ -76,24 +84,6 @@ class DNodeSpec(StrictModel):
     qlc_read_overhead: NonNegativeSeconds = "0 s"
 
 
-class FabricSpec(StrictModel):
-    """The NVMe fabric between CNodes and DNodes.
-
-    Attributes
-    ----------
-    switches : int
-        Switches (traffic is spread over them).
-    switch_bandwidth : float
-        Switching capacity of one switch in bytes/s.
-    latency : float
-        Seconds per traversal.
-    """
-
-    switches: Annotated[int, Field(ge=1)]
-    switch_bandwidth: Bandwidth
-    latency: NonNegativeSeconds = "0 s"
-
-
 class TurnoverSpec(StrictModel):
     """A what-if for :meth:`VastKind.describe`: a system of another size and write load.
 
@@ -109,6 +99,22 @@ class TurnoverSpec(StrictModel):
     daily_writes: Bytes
 
 
+class VastClientSpec(NfsClientSpec):
+    """The NFS/RDMA client nodes, and where they sit on the client fabric.
+
+    Attributes
+    ----------
+    placement : PlacementSpec
+        Which groups of ``client_fabric`` the client nodes sit in (packed in
+        ``compute`` groups by default); unused without a client fabric.
+    """
+
+    placement: PlacementSpec = Field(
+        default_factory=lambda: PlacementSpec.model_validate({}),
+        description="Which client-fabric groups the client nodes sit in (packed by default).",
+    )
+
+
 class VastModel(StrictModel):
     """Model file of ``kind = "vast"``."""
 
@@ -117,8 +123,15 @@ class VastModel(StrictModel):
     description: str = Field("", description="Free text, for reports.")
     cnode: CNodeSpec
     dnode: DNodeSpec
-    fabric: FabricSpec
-    client: NfsClientSpec
+    fabric: FabricSpec = Field(
+        description='The NVMe fabric between CNodes and DNodes (topology = "switch" for VAST).'
+    )
+    client_fabric: FabricSpec | None = Field(
+        None,
+        description="The network between clients and CNodes (unset: clients reach the CNodes "
+        "directly); on a dragonfly clients sit in `client.placement.role` groups, CNodes in `io`.",
+    )
+    client: VastClientSpec
     tier: TierSpec
     turnover: TurnoverSpec | None = None
 
@@ -134,3 +147,10 @@ def ssd(spec: Any, key: str) -> SsdSpec:
     if not isinstance(spec, SsdSpec):
         raise ValueError(f"{key}: a VAST drive must be an SSD (kind = 'ssd')")
     return spec
+
+
+def fabric_role(spec: FabricSpec, role: str) -> str:
+    """``role`` on a dragonfly that has groups of it; ``"all"`` otherwise (switch, fat tree)."""
+    if isinstance(spec, DragonflySpec) and any(g.role == role for g in spec.groups):
+        return role
+    return "all"

@@ -1,10 +1,16 @@
-"""Request fidelity of a ``vast`` system: RPCs that queue at the drives holding their bytes.
+"""Request fidelity of a ``vast`` system: RPCs that queue at the fabrics and drives.
 
-Every RPC pays the fixed client + CNode time and the wire, then queues at a
-drive's command units and data path (two :class:`~flashsim.engine.queues.FifoQueue`
-per drive, made on first use); reads pick the drive by where the object's
-bytes live now, writes queue at ``scm_copies`` SCM drives at once.  Drive
-choices come from the simulation's seeded stream ``<system>.requests``.
+Every RPC pays the fixed client + CNode time and the wire, crosses the
+client fabric (when the model has one) to one of its client's CNodes, then
+the NVMe fabric to the DNode of each drive it visits (the fabrics' bundle
+queues, route chosen when the data reaches them: :meth:`Fabric.request_hops`),
+and queues at a drive's command units and data path (two
+:class:`~flashsim.engine.queues.FifoQueue` per drive, made on first use);
+reads pick the drive by where the object's bytes live now and return the same
+way, writes queue at ``scm_copies`` SCM drives at once.  The fabrics' service
+at zero load is part of the wire time, so both fidelities have the same
+zero-load round trip.  Drive choices come from the seeded stream
+``<system>.requests``, CNode and route choices from ``<system>.routing``.
 """
 
 from __future__ import annotations
@@ -30,10 +36,14 @@ class VastRequests(VastTopology):
     ) -> Generator[simpy.Event, Any, None]:
         """Request fidelity: one RPC of ``stream.op_size_B`` bytes (O_DIRECT, random or read-ahead).
 
-        The RPC pays the fixed client + CNode time and the wire, then queues at
-        a drive chosen by where the object's bytes live (an SCM drive, or a
-        QLC drive by its share of the object's stripes, plus the QLC read
-        overhead); a write queues at ``scm_copies`` SCM drives at once.
+        The RPC pays the fixed client + CNode time and the wire (less the
+        fabrics' zero-load service), crosses the client fabric (if any) to one
+        of its client's CNodes and the NVMe fabric to each drive's DNode, and
+        queues at a drive chosen by where the object's bytes live (an SCM
+        drive, or a QLC drive by its share of the object's stripes, plus the
+        QLC read overhead); a write queues at ``scm_copies`` SCM drives at
+        once and, with the buffer at its hold level, adds one migration read
+        of its bytes at an SCM drive (not awaited).
         A sequential buffered read also passes the rank's copy stage (one
         server per rank: the process copying the pages out) before its
         read-ahead slot is reused.  Buffered writes (the page cache) exist in
@@ -48,41 +58,63 @@ class VastRequests(VastTopology):
         env = self.sim.env
         size = stream.op_size_B
         rng = self.sim.rng(f"{self.model.name}.requests")
+        route_rng = self.sim.rng(f"{self.model.name}.routing")
+        net = self.net
+        node = phase.node_of(rank)
+        cnodes = self.client_cnodes(node)
+        cnode = cnodes[int(route_rng.integers(len(cnodes)))] if len(cnodes) > 1 else cnodes[0]
+        client_ep, cnode_ep = net.clients[node], net.cnodes[cnode]
         buffered_read = (
             phase.operation == "read" and phase.access != "random" and not phase.direct_io
         )
         # A buffered reader's calls are paid in its copy stage, not per RPC.
         syscall = 0.0 if buffered_read else self.model.client.mount.syscall_overhead
-        fixed = syscall + self.model.cnode.op_latency + self.wire_s(size)
-        yield env.timeout(fixed)
+        fixed = syscall + self.model.cnode.op_latency + self.wire_s(size, node)
         queues = self._drive_queues()
         if phase.operation == "write":
             copies = self.model.tier.scm_copies
-            picks = rng.choice(len(self.scm), size=copies, replace=False)
+            picks = [int(i) for i in rng.choice(len(self.scm), size=copies, replace=False)]
+            dnodes = [net.dnodes[self.scm_dnode[i]] for i in picks]
+            queued = max(net.minimal_service_s(net.back, cnode_ep, d, size) for d in dnodes)
+            if net.front is not None:
+                queued += net.minimal_service_s(net.front, client_ep, cnode_ep, size)
+            yield env.timeout(max(0.0, fixed - queued))
+            if net.front is not None:
+                yield from net.cross(net.front, client_ep, cnode_ep, size, route_rng)
             scale = 1.0 / self.model.tier.scm_write_efficiency
             visits = [
-                env.process(self._visit(queues["scm"][int(i)], self.scm_spec, "write", size, scale))
-                for i in picks
+                env.process(self._replica(cnode_ep, d, queues["scm"][i], size, scale, route_rng))
+                for i, d in zip(picks, dnodes, strict=True)
             ]
             yield env.all_of(visits)
             # Acknowledged: the bytes are committed to the SCM buffer (a later read sees them).
-            self.tier.buffer.add_bytes(self._cur_objs[rank], size)
+            buf = self.tier.buffer
+            if buf.level_B >= buf.drain_start_B * (1.0 - 1e-6):
+                # At the hold level every new byte is migrated: one SCM read of it (flow
+                # fidelity's migration path), queued at a drive but not awaited.
+                i = int(rng.integers(len(self.scm)))
+                env.process(self._migration_read(queues["scm"][i], size))
+            buf.add_bytes(self._cur_objs[rank], size)
             return
         f_scm, qlc_cdf = self._cur_read[rank]
         if rng.random() < f_scm or qlc_cdf is None:
-            drive = queues["scm"][int(rng.integers(len(self.scm)))]
-            scale = 1.0 / self.model.tier.scm_read_efficiency
-            yield from self._visit(drive, self.scm_spec, "read", size, scale)
+            i = int(rng.integers(len(self.scm)))
+            drive, dnode = queues["scm"][i], self.scm_dnode[i]
+            spec, scale, extra = self.scm_spec, 1.0 / self.model.tier.scm_read_efficiency, 0.0
         else:
             # As rng.choice(p=...) draws it: one uniform against the cumulative weights.
             index = int(qlc_cdf.searchsorted(rng.random(), side="right"))
-            yield from self._visit(
-                queues["qlc"][index],
-                self.qlc_spec,
-                "read",
-                size,
-                extra_delay_s=self.model.dnode.qlc_read_overhead,
-            )
+            drive, dnode = queues["qlc"][index], self.qlc_dnode[index]
+            spec, scale, extra = self.qlc_spec, 1.0, self.model.dnode.qlc_read_overhead
+        dnode_ep = net.dnodes[dnode]
+        queued = net.minimal_service_s(net.back, dnode_ep, cnode_ep, size)
+        if net.front is not None:
+            queued += net.minimal_service_s(net.front, cnode_ep, client_ep, size)
+        yield env.timeout(max(0.0, fixed - queued))
+        yield from self._visit(drive, spec, "read", size, scale, extra_delay_s=extra)
+        yield from net.cross(net.back, dnode_ep, cnode_ep, size, route_rng)
+        if net.front is not None:
+            yield from net.cross(net.front, cnode_ep, client_ep, size, route_rng)
         if buffered_read:
             # The read-ahead slot is free again once the process has copied the pages out.
             copy = self._copy_queues.get(rank)
@@ -91,6 +123,26 @@ class VastRequests(VastTopology):
                     env, f"{self.model.name}.rank{rank}.copy", 1
                 )
             yield copy.visit(size / self.client_model.copy_rate_Bps(phase.transfer_size))
+
+    def _migration_read(
+        self, drive: tuple[FifoQueue, FifoQueue], size_B: float
+    ) -> Generator[simpy.Event, Any, None]:
+        """The SCM side of migrating ``size_B`` bytes: a datasheet-rate read at ``drive``."""
+        _, xfer = drive
+        yield xfer.visit(self.scm_spec.xfer_s("read", size_B))
+
+    def _replica(
+        self,
+        cnode: str,
+        dnode: str,
+        drive: tuple[FifoQueue, FifoQueue],
+        size_B: float,
+        scale: float,
+        rng: np.random.Generator,
+    ) -> Generator[simpy.Event, Any, None]:
+        """One SCM replica of a write: across the NVMe fabric, then into its drive."""
+        yield from self.net.cross(self.net.back, cnode, dnode, size_B, rng)
+        yield from self._visit(drive, self.scm_spec, "write", size_B, scale)
 
     def _read_picks(self, obj: str) -> tuple[float, FloatArray | None]:
         """Fraction of ``obj`` in SCM and the cumulative QLC-drive weights of its reads.

@@ -12,9 +12,9 @@
 A study is a list of units (:mod:`flashsim.systems.vast_study_units`), each
 on a fresh system seeded from the scenario's seed and the unit's name, so
 its rows are the same whatever runs the units, in whatever order, on however
-many workers.  An *executor* runs them: :func:`run_serial` when a scenario
-runs the phase (no system imports the sweep machinery), or
-:func:`flashsim.sweep.run_tasks` (Dask) from :mod:`flashsim.studies.vast`.
+many workers.  An *executor* runs them: :func:`run_serial` (here, in order),
+or :func:`flashsim.tasks.run_tasks` (Dask), which the kind passes when a
+scenario runs the phase and :mod:`flashsim.studies.vast` for notebooks.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from flashsim.systems.vast_study_units import (
 )
 
 #: ``executor(func, arg_sets, progress)``: ``func(*args, tick)`` for each argument set, results
-#: in argument-set order (:func:`run_serial`, or :func:`flashsim.sweep.run_tasks`).
+#: in argument-set order (:func:`run_serial`, or :func:`flashsim.tasks.run_tasks`).
 Executor = Callable[
     [Callable[..., Any], Sequence[tuple[Any, ...]], Callable[[int], Any]], list[Any]
 ]
@@ -112,7 +112,7 @@ def run_units(
     """Run every unit with ``executor``; one row per test, in unit order.
 
     The units are dealt over ``phase.workers`` argument sets of
-    ``executor`` (:func:`run_serial` here; :func:`flashsim.sweep.run_tasks`
+    ``executor`` (:func:`run_serial` here; :func:`flashsim.tasks.run_tasks`
     for one Dask task each), which changes only how long the study takes:
     each unit seeds its own system from ``seed`` and its key.
     """

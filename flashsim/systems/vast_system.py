@@ -26,6 +26,7 @@ from flashsim.systems.vast_phases import (
     VastSizeSweepPhase,
     buffered_write,
 )
+from flashsim.systems.vast_queues import closed_loop_rpcs_per_s
 from flashsim.systems.vast_request import VastRequests
 from flashsim.units import MIB
 from flashsim.workloads.ior import IorPhase, IorRunner, RankStream
@@ -92,14 +93,22 @@ class VastSystem(VastRequests):
         cm = self.client_model
         t = phase.transfer_size
         streams: list[RankStream] = []
-        read_caps: dict[tuple[float, float, int], float] = {}
+        read_caps: dict[tuple[float, float, int, float], float] = {}
+        direct_caps: dict[tuple[float, float], float] = {}
+        migrating = self.migrating()
+        self.net.plan(self._offered(phase))
         for r in range(phase.ranks):
             node = phase.node_of(r)
             obj = self._cur_objs[r]
             if phase.operation == "write":
                 if phase.direct_io:
                     rpc = cm.rpc_size_B(t, "write")
-                    cap = cm.direct_rate_Bps(t, self.rtt_s(rpc, "write"))
+                    key_w = (1.0, self.wire_s(0.0, node))
+                    if key_w not in direct_caps:
+                        direct_caps[key_w] = self.direct_rate_Bps(
+                            t, "write", phase.ranks, 1.0, node, migrating
+                        )
+                    cap = direct_caps[key_w]
                     path = self._write_server_path(node)
                     streams.append(RankStream(tuple(path), rpc, cap, cm.rpcs_per_call(t, "write")))
                 else:
@@ -116,21 +125,74 @@ class VastSystem(VastRequests):
                 path = self._read_path(node, obj)
                 if phase.access == "random" or phase.direct_io:
                     rpc = cm.rpc_size_B(t, "read")
-                    cap = cm.direct_rate_Bps(t, self.rtt_s(rpc, "read", f_scm))
+                    key_r = (round(f_scm, 9), self.wire_s(0.0, node))
+                    if key_r not in direct_caps:
+                        direct_caps[key_r] = self.direct_rate_Bps(
+                            t, "read", phase.ranks, f_scm, node
+                        )
+                    cap = direct_caps[key_r]
                     conc = cm.rpcs_per_call(t, "read")
                     streams.append(RankStream(tuple(path), rpc, cap, conc))
                 else:
-                    key = (float(t), round(f_scm, 9), phase.ranks)
+                    net_s = self.wire_s(0.0, node)
+                    key = (float(t), round(f_scm, 9), phase.ranks, net_s)
                     seq_cap = read_caps.get(key)
                     if seq_cap is None:
-                        seq_cap = self.sequential_read_rate_Bps(t, phase.ranks, f_scm)
+                        seq_cap = self.sequential_read_rate_Bps(t, phase.ranks, f_scm, node)
                         read_caps[key] = seq_cap
                     slots = cm.readahead_slots(t)
                     streams.append(RankStream(tuple(path), cm.mount.rsize, seq_cap, slots))
         return streams
 
+    def migrating(self) -> bool:
+        """Whether the SCM buffer sits at its hold level, so every new byte is migrated too."""
+        buf = self.tier.buffer
+        return bool(buf.level_B >= buf.drain_start_B * (1.0 - 1e-6))
+
+    def direct_rate_Bps(
+        self,
+        transfer_B: float,
+        operation: str,
+        ranks: int,
+        scm_fraction: float,
+        client: int = 0,
+        migrating: bool = False,
+    ) -> float:
+        """Rate of one of ``ranks`` synchronous (O_DIRECT or random) ranks, with the SCM queues.
+
+        Each rank keeps ``rpcs_per_call`` RPCs in flight; an RPC crosses the
+        fixed round trip and the data stage of the SCM drives it uses, which
+        all ranks share (:func:`~flashsim.systems.vast_queues.closed_loop_rpcs_per_s`:
+        the closed loop request fidelity runs, deterministic service).  A write holds ``scm_copies``
+        drives at once (modelled as ``n_scm / copies`` drive sets) and, while
+        the buffer migrates, each written byte is also read once from SCM
+        (shared by the set).  Reads of data on QLC (40-drive stripes) keep the
+        zero-load round trip (:meth:`NfsClientModel.direct_rate_Bps`).
+        """
+        cm = self.client_model
+        tier = self.model.tier
+        op = "write" if operation == "write" else "read"
+        rpc = cm.rpc_size_B(transfer_B, op)
+        conc = cm.rpcs_per_call(transfer_B, op)
+        rtt = self.rtt_s(rpc, op, scm_fraction, client)
+        if op == "write":
+            on_path = self.scm_spec.xfer_s("write", rpc) / tier.scm_write_efficiency
+            drive_s = on_path
+            if migrating:
+                drive_s += self.scm_spec.xfer_s("read", rpc) / tier.scm_copies
+            drives = max(1, len(self.scm) // tier.scm_copies)
+        else:
+            on_path = scm_fraction * self.scm_spec.xfer_s("read", rpc) / tier.scm_read_efficiency
+            drive_s = on_path
+            drives = len(self.scm)
+        if drive_s <= 0:
+            return cm.direct_rate_Bps(transfer_B, rtt)
+        delay_s = cm.mount.syscall_overhead + rtt - on_path
+        per_s = closed_loop_rpcs_per_s(ranks, conc, delay_s, drive_s, drives)
+        return float(per_s * transfer_B / conc)
+
     def sequential_read_rate_Bps(
-        self, transfer_B: float, readers: int, scm_fraction: float
+        self, transfer_B: float, readers: int, scm_fraction: float, client: int = 0
     ) -> float:
         """Rate of one of ``readers`` sequential buffered readers (IOR ``-F``) of this system.
 
@@ -147,8 +209,28 @@ class VastSystem(VastRequests):
         rsize = float(cm.mount.rsize)
         scale = 1.0 / self.model.tier.scm_read_efficiency
         drive_s = scm_fraction * self.scm_spec.xfer_s("read", rsize) * scale
-        delay_s = self.rtt_s(rsize, "read", scm_fraction) - drive_s
+        delay_s = self.rtt_s(rsize, "read", scm_fraction, client) - drive_s
         return cm.loaded_read_rate_Bps(transfer_B, readers, delay_s, drive_s, len(self.scm))
+
+    def _offered(self, phase: IorPhase) -> dict[tuple[str, str], float]:
+        """Offered load (bytes/s) per (client, CNode) endpoint pair, for adaptive routing.
+
+        Each node in use offers its mount's HCA rate in the data's direction,
+        spread evenly over the CNodes its connections reach.
+        """
+        if self.net.front is None:
+            return {}
+        write = phase.operation == "write"
+        rate = self.client_model.nic_Bps("egress" if write else "ingress")
+        demand: dict[tuple[str, str], float] = {}
+        for node in sorted({phase.node_of(r) for r in range(phase.ranks)}):
+            cnodes = self.client_cnodes(node)
+            me = self.net.clients[node]
+            for c in cnodes:
+                cn = self.net.cnodes[c]
+                key = (me, cn) if write else (cn, me)
+                demand[key] = demand.get(key, 0.0) + rate / len(cnodes)
+        return demand
 
     def ior_flow_started(self, phase: IorPhase, rank: int, label: str, flow: Flow) -> None:
         """Count a writing rank's bytes into its client cache (or the tier for O_DIRECT)."""

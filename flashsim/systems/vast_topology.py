@@ -13,15 +13,19 @@ compressed fraction, ``k+m`` = erasure-code geometry):
 
 * buffered write: process -> client page cache (a
   :class:`~flashsim.components.fluid.FluidBuffer` per client) -> write-back
-  flow: client HCAs (1) -> CNode client ports (1/n_cnode each) -> CNode fabric
-  ports (copies/n_cnode each) -> fabric switches (copies) -> DNode ports (by
-  the SCM drives each DNode holds) -> SCM write buffer gate and SCM drives;
+  flow: client HCAs (1) -> [client fabric, when the model has one: the
+  bundles of the routes to the client's CNodes, 1/n_cnode each] -> CNode
+  client ports (1/n_cnode each) -> CNode fabric ports (copies/n_cnode each)
+  -> NVMe fabric (copies; :class:`~flashsim.systems.vast_network.VastNetwork`)
+  -> DNode ports (by the SCM drives each DNode holds) -> SCM write buffer gate
+  and SCM drives;
 * O_DIRECT write: the same path without the page cache, capped per rank by
   its synchronous round trip;
 * migration: SCM drives (1) -> DNode ports -> fabric (1 + c(k+m)/k) -> CNode
   fabric ports (in 1, out c(k+m)/k) -> DNode ports -> QLC drives;
 * read: the drives where the object's bytes live now -> DNode ports ->
-  fabric -> CNode fabric ports -> CNode client ports -> client HCAs, capped
+  NVMe fabric -> CNode fabric ports -> CNode client ports -> [client fabric]
+  -> client HCAs, capped
   per rank by the round trip (random, O_DIRECT) or, for sequential buffered
   reads, by the closed loop of the rank's read-ahead RPCs through its own
   copy, the fixed round trip and the SCM drives' queues
@@ -31,7 +35,11 @@ compressed fraction, ``k+m`` = erasure-code geometry):
 
 The zero-load round trip of one RPC of ``s`` bytes is ``op_latency`` (client
 NFS/RDMA stack, CNode metadata and transaction handling) + media latency
-(by location) + ``s`` over each hop's port rate (store and forward).
+(by location) + ``s`` over each hop's port rate (store and forward) + the
+fabrics' latencies (NVMe fabric out and back; client fabric, if any, to the
+client's CNodes and back).  O_DIRECT and random ranks are capped by the
+closed loop of that round trip and the SCM drives' queues
+(:meth:`~flashsim.systems.vast_system.VastSystem.direct_rate_Bps`).
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Fidelity
 from flashsim.systems.vast_model import VastModel, ssd
+from flashsim.systems.vast_network import VastNetwork, merge
 from flashsim.workloads.ior import IorPhase
 
 
@@ -93,9 +102,7 @@ class VastTopology(BuiltSystem):
         self.cnode_tx = ports("cnode", cn.count, "client_tx", cn.client_nic.node_Bps("egress"))
         self.cnode_ftx = ports("cnode", cn.count, "fabric_tx", cn.fabric_nic.node_Bps("egress"))
         self.cnode_frx = ports("cnode", cn.count, "fabric_rx", cn.fabric_nic.node_Bps("ingress"))
-        self.switch = flows.add_resource(
-            f"{name}.fabric", model.fabric.switches * model.fabric.switch_bandwidth
-        )
+        self.net = VastNetwork(model, sim)
         self.dnode_rx = ports("dnode", dn.count, "fabric_rx", dn.fabric_nic.node_Bps("ingress"))
         self.dnode_tx = ports("dnode", dn.count, "fabric_tx", dn.fabric_nic.node_Bps("egress"))
         self.scm: list[Resource] = []
@@ -173,8 +180,9 @@ class VastTopology(BuiltSystem):
 
     def _fabric_out(self, copies: float, client: int) -> list[tuple[Resource, float]]:
         """CNode -> fabric -> DNode hops of ``copies`` bytes bound for the SCM drives."""
-        path = split_evenly([self.cnode_ftx[i] for i in self.client_cnodes(client)], copies)
-        path.append((self.switch, copies))
+        cnodes = self.client_cnodes(client)
+        path = split_evenly([self.cnode_ftx[i] for i in cnodes], copies)
+        path += self.net.back_path(cnodes, copies * self.scm_share, to_dnodes=True)
         path += [
             (r, copies * float(s)) for r, s in zip(self.dnode_rx, self.scm_share, strict=True) if s
         ]
@@ -195,7 +203,11 @@ class VastTopology(BuiltSystem):
         path: list[tuple[Resource, float]] = [
             (r, float(s)) for r, s in zip(self.dnode_tx, self.scm_share, strict=True) if s
         ]
-        path.append((self.switch, 1.0 + out))
+        everyone = range(len(self.cnode_frx))
+        path += merge(
+            self.net.back_path(everyone, self.scm_share, to_dnodes=False)
+            + self.net.back_path(everyone, out * self.qlc_share, to_dnodes=True)
+        )
         path += split_evenly(self.cnode_frx, 1.0)
         path += split_evenly(self.cnode_ftx, out)
         path += [
@@ -212,24 +224,31 @@ class VastTopology(BuiltSystem):
         phys = float(per_dnode.sum())
         path = list(drives)
         path += [(r, float(w)) for r, w in zip(self.dnode_tx, per_dnode, strict=True) if w > 0]
+        cnodes = self.client_cnodes(client)
         if phys > 0:
-            path.append((self.switch, phys))
-            cnodes = self.client_cnodes(client)
+            path += self.net.back_path(cnodes, per_dnode, to_dnodes=False)
             path += split_evenly([self.cnode_frx[i] for i in cnodes], phys)
-        path += split_evenly([self.cnode_tx[i] for i in self.client_cnodes(client)], 1.0)
+        path += split_evenly([self.cnode_tx[i] for i in cnodes], 1.0)
+        path += self.net.front_path(client, cnodes, to_cnodes=False)
         path.append((self.client_rx[client], 1.0))
         return path
 
     def _write_server_path(self, client: int) -> list[tuple[Resource, float]]:
         copies = float(self.model.tier.scm_copies)
+        cnodes = self.client_cnodes(client)
         path = [(self.client_tx[client], 1.0)]
-        path += split_evenly([self.cnode_rx[i] for i in self.client_cnodes(client)], 1.0)
+        path += self.net.front_path(client, cnodes, to_cnodes=True)
+        path += split_evenly([self.cnode_rx[i] for i in cnodes], 1.0)
         path += self._fabric_out(copies, client)
         path += self.tier.ingest_path()
         return path
 
-    def wire_s(self, size_B: float) -> float:
-        """Store-and-forward time (s) of ``size_B`` bytes over one port of each hop."""
+    def wire_s(self, size_B: float, client: int = 0) -> float:
+        """Store-and-forward time (s) of ``size_B`` bytes over one port of each hop.
+
+        Plus the fabrics' latencies: the NVMe fabric out and back, and, with a
+        client fabric, the round trip between ``client`` and its CNodes.
+        """
         m = self.model
         ports = [
             m.client.nic.port_bandwidth,
@@ -237,9 +256,14 @@ class VastTopology(BuiltSystem):
             m.cnode.fabric_nic.port_bandwidth,
             m.dnode.fabric_nic.port_bandwidth,
         ]
-        return float(sum(size_B / bw for bw in ports) + 2 * m.fabric.latency)
+        fabrics = self.net.back_rtt_s()
+        if self.net.front is not None:
+            fabrics += self.net.front_rtt_s(client, self.client_cnodes(client))
+        return float(sum(size_B / bw for bw in ports) + fabrics)
 
-    def rtt_s(self, size_B: float, operation: str, scm_fraction: float = 1.0) -> float:
+    def rtt_s(
+        self, size_B: float, operation: str, scm_fraction: float = 1.0, client: int = 0
+    ) -> float:
         """Zero-load round trip (s) of one RPC of ``size_B`` bytes.
 
         Parameters
@@ -250,9 +274,11 @@ class VastTopology(BuiltSystem):
             Direction.
         scm_fraction : float
             Fraction of reads served by SCM (the rest by QLC).
+        client : int
+            Client node (its client-fabric latency; all alike without one).
         """
         m = self.model
-        base = m.cnode.op_latency + self.wire_s(size_B)
+        base = m.cnode.op_latency + self.wire_s(size_B, client)
         if operation == "write":
             scale = 1.0 / m.tier.scm_write_efficiency
             return float(base + self.media_s(self.scm_spec, "write", size_B, scale))
