@@ -20,8 +20,8 @@ from flashsim.components.fabric_spec import (
     FabricSpec,
     FatTreeSpec,
     SwitchFabricSpec,
-    place,
 )
+from flashsim.components.placement import Placement, PlacementSpec
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.vast import FabricSpec as VastFabricSpec
 
@@ -439,18 +439,28 @@ def test_attach_round_robin_and_capacity() -> None:
 
 
 def test_placement() -> None:
-    groups = [3, 4, 5]
-    assert place(7, groups, 3, "packed") == [3, 3, 3, 4, 4, 4, 5]
-    assert place(7, groups, 3, "spread") == [3, 4, 5, 3, 4, 5, 3]
-    a = place(8, groups, 3, "random", np.random.default_rng(1))
-    b = place(8, groups, 3, "random", np.random.default_rng(1))
-    assert a == b
-    assert sorted(a.count(g) for g in groups) == [2, 3, 3]
-    assert place(9, groups, 3, "random", np.random.default_rng(2)).count(4) == 3
-    with pytest.raises(ValueError, match="exceeds the 9 slots"):
-        place(10, groups, 3, "packed")
-    with pytest.raises(ValueError, match="needs an rng"):
-        place(1, groups, 3, "random")
+    """Client placement (components.placement): slots per group, in order, dealt or drawn."""
+    caps: list[int | None] = [3, 3, 3]
+    packed = Placement(PlacementSpec(policy="packed"), caps, np.random.default_rng(0))
+    spread = Placement(PlacementSpec(policy="spread"), caps, np.random.default_rng(0))
+    assert [packed.group_of(i) for i in range(7)] == [0, 0, 0, 1, 1, 1, 2]
+    assert [spread.group_of(i) for i in range(7)] == [0, 1, 2, 0, 1, 2, 0]
+    draws = [
+        [
+            Placement(PlacementSpec(policy="random"), caps, np.random.default_rng(1)).group_of(i)
+            for i in range(9)
+        ]
+        for _ in range(2)
+    ]
+    assert draws[0] == draws[1]
+    assert sorted(draws[0].count(g) for g in range(3)) == [3, 3, 3]
+    # Unequal groups: spread deals round robin until the small group is full.
+    uneven = Placement(PlacementSpec(policy="spread"), [1, 3], np.random.default_rng(0))
+    assert [uneven.group_of(i) for i in range(4)] == [0, 1, 1, 1]
+    first_two = Placement(PlacementSpec(policy="spread", groups=2), caps, np.random.default_rng(0))
+    assert first_two.capacity == 6 and {first_two.group_of(i) for i in range(6)} == {0, 1}
+    with pytest.raises(ValueError, match="does not fit: the placement has 9 node slots"):
+        packed.group_of(9)
 
 
 # ------------------------------------------------------- background jobs (spec)

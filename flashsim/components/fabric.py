@@ -58,10 +58,8 @@ from flashsim.components.fabric_spec import (
     GlobalLinks,
     GroupId,
     GroupKind,
-    Placement,
     Routing,
     SwitchFabricSpec,
-    place,
 )
 from flashsim.components.routing import Route, build_topology, max_flow_bound, split_weights
 from flashsim.components.routing_ugal import ugal_split
@@ -80,9 +78,7 @@ __all__ = [
     "GroupId",
     "GroupKind",
     "LinkQueue",
-    "Placement",
     "SwitchFabricSpec",
-    "place",
 ]
 
 #: Offered load (bytes/s) per (source, destination): endpoint names, group names or ids.

@@ -50,15 +50,12 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import networkx as nx
-import numpy as np
 from pydantic import Field, model_validator
 
 from flashsim.config import Bandwidth, Bytes, NonNegativeBandwidth, NonNegativeSeconds, StrictModel
 
 #: A group's global id (index into :attr:`Fabric.group_names`).
 GroupId = int
-#: How nodes are laid out over groups: fill groups in order, deal round robin, or draw.
-Placement = Literal["packed", "spread", "random"]
 #: Dragonfly routing policies: minimal, Valiant (random intermediate group), UGAL.
 Routing = Literal["minimal", "valiant", "ugal"]
 
@@ -336,53 +333,3 @@ FabricSpec = Annotated[
     SwitchFabricSpec | FatTreeSpec | DragonflySpec,
     Field(discriminator="topology", description="The network fabric and its routing."),
 ]
-
-
-def place(
-    n_nodes: int,
-    groups: list[GroupId],
-    nodes_per_group: int,
-    placement: Placement,
-    rng: np.random.Generator | None = None,
-) -> list[GroupId]:
-    """Assign ``n_nodes`` nodes to groups.
-
-    Parameters
-    ----------
-    n_nodes : int
-        Nodes to place (>= 0).
-    groups : list of int
-        Candidate groups, in order.
-    nodes_per_group : int
-        Nodes one group holds (>= 1).
-    placement : {"packed", "spread", "random"}
-        ``packed`` fills ``groups[0]``, then ``groups[1]``, ...; ``spread`` deals
-        round robin; ``random`` draws distinct free slots uniformly.
-    rng : numpy.random.Generator, optional
-        Required for ``random`` (e.g. ``sim.rng("perlmutter.placement")``).
-
-    Returns
-    -------
-    list of int
-        The group of each node.
-    """
-    if nodes_per_group < 1:
-        raise ValueError(f"nodes_per_group(={nodes_per_group}) must be >= 1")
-    if n_nodes < 0:
-        raise ValueError(f"n_nodes(={n_nodes}) must be >= 0")
-    capacity = len(groups) * nodes_per_group
-    if n_nodes > capacity:
-        raise ValueError(
-            f"n_nodes(={n_nodes}) exceeds the {capacity} slots of {len(groups)} groups "
-            f"x {nodes_per_group} nodes"
-        )
-    if placement == "packed":
-        return [groups[i // nodes_per_group] for i in range(n_nodes)]
-    if placement == "spread":
-        return [groups[i % len(groups)] for i in range(n_nodes)]
-    if placement == "random":
-        if rng is None:
-            raise ValueError('placement "random" needs an rng')
-        slots = rng.choice(capacity, size=n_nodes, replace=False)
-        return [groups[int(s) // nodes_per_group] for s in slots]
-    raise ValueError(f"placement(={placement!r}) must be one of packed, spread, random")
