@@ -12,6 +12,7 @@ import simpy
 from flashsim.config import ConfigError, validate
 from flashsim.engine.simulation import Simulation
 from flashsim.workloads.ior import (
+    IorDetails,
     IorPhase,
     IorRunner,
     IorTargetDefaults,
@@ -106,25 +107,27 @@ def test_runner_stonewall_wear_out_formula() -> None:
     system = ToySystem([1e9, 0.5e9])
     runner = IorRunner(system)
     result = runner.run(phase(ranks_per_node=2, stonewall="10 s", wear_out=True, fsync=True))
-    rep = result.extra["repetitions"][0]
+    rep = result.details(IorDetails).repetitions[0]
     b_max = np.ceil(10 * 1e9 / MIB - 1e-9) * MIB  # rank 0 finishes the transfer in progress
     t_max = b_max / 0.5e9  # the slow rank writes B_max at its own rate
-    assert result.extra["b_max_B"] == pytest.approx(b_max)
-    assert rep["bytes_B"] == pytest.approx(2 * b_max)
-    assert rep["time_s"] == pytest.approx(t_max, rel=1e-6)
+    assert result.details(IorDetails).b_max_B == pytest.approx(b_max)
+    assert rep.bytes_B == pytest.approx(2 * b_max)
+    assert rep.time_s == pytest.approx(t_max, rel=1e-6)
     assert result.bandwidth_Bps == pytest.approx(2 * b_max / t_max, rel=1e-6)
     assert result.iops == pytest.approx(result.bandwidth_Bps / MIB)
-    assert result.extra["bandwidth_efficiency"] == pytest.approx(result.bandwidth_Bps / 1.5e9)
+    assert result.details(IorDetails).bandwidth_efficiency == pytest.approx(
+        result.bandwidth_Bps / 1.5e9
+    )
 
 
 def test_runner_stonewall_without_wear_out_sums_bytes() -> None:
     system = ToySystem([1e9, 0.5e9])
     result = IorRunner(system).run(phase(ranks_per_node=2, stonewall="10 s"))
-    rep = result.extra["repetitions"][0]
+    rep = result.details(IorDetails).repetitions[0]
     b0 = np.ceil(10 * 1e9 / MIB - 1e-9) * MIB
     b1 = np.ceil(10 * 0.5e9 / MIB - 1e-9) * MIB
-    assert rep["bytes_B"] == pytest.approx(b0 + b1)
-    assert rep["time_s"] == pytest.approx(max(b0 / 1e9, b1 / 0.5e9), rel=1e-6)
+    assert rep.bytes_B == pytest.approx(b0 + b1)
+    assert rep.time_s == pytest.approx(max(b0 / 1e9, b1 / 0.5e9), rel=1e-6)
 
 
 def test_fsync_counts_write_behind_drain() -> None:
@@ -134,8 +137,10 @@ def test_fsync_counts_write_behind_drain() -> None:
     p_nosync = phase(block_size="1 GiB", fsync=False)
     synced = IorRunner(ToySystem([1e9], write_behind=256 * MIB)).run(p_sync)
     unsynced = IorRunner(ToySystem([1e9], write_behind=256 * MIB)).run(p_nosync)
-    assert synced.extra["repetitions"][0]["time_s"] == pytest.approx(2**30 / 1e9)
-    assert unsynced.extra["repetitions"][0]["time_s"] == pytest.approx((2**30 - 256 * MIB) / 1e9)
+    assert synced.details(IorDetails).repetitions[0].time_s == pytest.approx(2**30 / 1e9)
+    assert unsynced.details(IorDetails).repetitions[0].time_s == pytest.approx(
+        (2**30 - 256 * MIB) / 1e9
+    )
     assert unsynced.bandwidth_Bps > synced.bandwidth_Bps
 
 
@@ -143,7 +148,7 @@ def test_repetitions_and_datasets() -> None:
     system = ToySystem([1e9, 1e9])
     runner = IorRunner(system)
     w = runner.run(phase(ranks_per_node=2, block_size="64 MiB", repetitions=3, dataset="d"))
-    assert len(w.extra["repetitions"]) == 3
+    assert len(w.details(IorDetails).repetitions) == 3
     assert list(runner.datasets["d"]) == [64 * MIB, 64 * MIB]
     r = runner.run(phase(operation="read", ranks_per_node=2, block_size="1 TiB", dataset="d"))
     assert r.bytes_B == pytest.approx(2 * 64 * MIB)  # reads stop at the end of the files
@@ -163,4 +168,4 @@ def test_request_fidelity_steady_state_with_confidence_interval() -> None:
     result = IorRunner(system).run(p)
     assert result.bandwidth_Bps == pytest.approx(1e9, rel=1e-6)
     assert result.ci_rel_halfwidth is not None and result.ci_rel_halfwidth < 0.01
-    assert result.extra["repetitions"][0]["time_s"] == pytest.approx(100.0)
+    assert result.details(IorDetails).repetitions[0].time_s == pytest.approx(100.0)

@@ -12,6 +12,7 @@ import pytest
 
 from flashsim.measure.results import PhaseResult
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
+from flashsim.systems.lustre_phases import LnetSurveyDetails
 
 MODEL = "models/systems/perlmutter.toml"
 
@@ -214,7 +215,7 @@ def test_layer_tests_reproduce_their_calibration(root: Path) -> None:
         result = run_loaded(load_scenario(root / scenario))
         for p in result.phases:
             key = "median_efficiency" if "survey" in p.name else "efficiency"
-            assert p.extra[key] == pytest.approx(expect[p.name], rel=1e-3)
+            assert getattr(p.extra, key) == pytest.approx(expect[p.name], rel=1e-3)
 
 
 def test_lnet_survey_reaches_three_quarters_of_the_sinks_over_global_links(root: Path) -> None:
@@ -225,11 +226,11 @@ def test_lnet_survey_reaches_three_quarters_of_the_sinks_over_global_links(root:
     loaded = load_scenario(root / "scenarios/perlmutter/lnet-selftest.toml")
     result = run_loaded(loaded)
     survey = next(p for p in result.phases if p.name == "lnet-survey-write")
-    extra = survey.extra
-    assert extra["sources"] == [0, 4]
-    assert (extra["local_sinks"], extra["cross_group_sinks"]) == (67, 205)
-    assert len(extra["efficiencies"]) == 272
-    assert extra["cross_group_median"] == pytest.approx(extra["local_median"], rel=1e-9)
+    extra = survey.details(LnetSurveyDetails)
+    assert extra.sources == [0, 4]
+    assert (extra.local_sinks, extra.cross_group_sinks) == (67, 205)
+    assert len(extra.efficiencies) == 272
+    assert extra.cross_group_median == pytest.approx(extra.local_median, rel=1e-9)
     # With the I/O-group links cut to one 5 GB/s link, cross-group sinks are link-bound.
     narrow = load_scenario(
         root / "scenarios/perlmutter/lnet-selftest.toml",
@@ -240,8 +241,8 @@ def test_lnet_survey_reaches_three_quarters_of_the_sinks_over_global_links(root:
         },
     )
     slow = next(p for p in run_loaded(narrow).phases if p.name == "lnet-survey-write")
-    assert slow.extra["local_median"] == pytest.approx(0.848, rel=1e-6)
-    assert slow.extra["cross_group_median"] == pytest.approx(5e9 / 50e9, rel=1e-6)
+    assert slow.details(LnetSurveyDetails).local_median == pytest.approx(0.848, rel=1e-6)
+    assert slow.details(LnetSurveyDetails).cross_group_median == pytest.approx(5e9 / 50e9, rel=1e-6)
 
 
 def test_describe_names_bottlenecks(root: Path) -> None:

@@ -23,6 +23,7 @@ from flashsim.studies.vast import (
     summarize_iops,
 )
 from flashsim.systems import system_kind
+from flashsim.systems.vast_study import VastStudyDetails
 from flashsim.systems.vast_study_units import ior_phase as _ior
 
 MODEL = "models/systems/vast-pdsw21.toml"
@@ -194,16 +195,18 @@ def test_study_phases_run_at_the_requested_fidelity_and_say_so() -> None:
     assert flow.fidelity == "flow"
     request = run_study_phase(loaded.model, phase, 1, "request")
     assert request.fidelity == "flow+request"
-    assert request.extra["fidelity_by_test"] == {
+    assert request.details(VastStudyDetails).fidelity_by_test == {
         "read": "request",
         "write-buffered": "flow",  # the page cache is a flow-fidelity buffer
         "write-direct": "request",
     }
-    assert {row["fidelity"] for row in request.extra["rows"] if row["test"] == "read"} == {
-        "request"
-    }
+    assert {
+        row["fidelity"] for row in request.details(VastStudyDetails).rows if row["test"] == "read"
+    } == {"request"}
     # QD1 random I/O with deterministic service: both fidelities give the same rate.
-    assert request.extra["read_iops_x8"] == pytest.approx(flow.extra["read_iops_x8"], rel=0.03)
+    assert request.details(VastStudyDetails).summary["read_iops_x8"] == pytest.approx(
+        flow.details(VastStudyDetails).summary["read_iops_x8"], rel=0.03
+    )
     # The run's text table has a fidelity column per phase.
     result = RunResult("s", "vast", 1, "request", 0.0, [request])
     header, row = format_run_text(result).splitlines()[2:4]

@@ -131,8 +131,8 @@ def test_a_scenario_runs_the_study_as_the_notebook_api_does(model: Any) -> None:
     phase = sizes(2).model_copy(update={"name": "sizes"})
     on_dask = study.run_study_phase(model, phase, seed=1)  # the scenario's seed
     assert result.extra == again.extra == on_dask.extra
-    assert not any("wall" in key for key in result.extra)
-    assert result.extra["smallest_over_all_qlc"] > 1.0
+    assert not any("wall" in key for key in result.extra.to_dict())
+    assert result.details(vast_study.VastStudyDetails).summary["smallest_over_all_qlc"] > 1.0
 
 
 def test_unit_seeds_are_stable_and_distinct() -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from flashsim.measure.results import ResourceLoad, RunResult
+from flashsim.measure.results import PhaseResult, ResourceLoad, RunResult
 from flashsim.systems.base import Description
 from flashsim.units import MIB, format_quantity
+from flashsim.workloads.ior import IorDetails, IorRepetition
 
 
 def format_run_text(result: RunResult) -> str:
@@ -101,16 +102,27 @@ def _or_dash(text: str, value: float) -> str:
     return text if math.isfinite(value) else "-"
 
 
-def _is_ior(phase: Any) -> bool:
+def _is_ior(phase: PhaseResult) -> bool:
     """Whether a phase result came from an IOR-like workload (it carries repetitions)."""
-    return "repetitions" in phase.extra
+    return isinstance(phase.extra, IorDetails)
 
 
-def _reps(p: Any) -> list[dict[str, float]]:
-    reps: list[dict[str, float]] = p.extra.get("repetitions") or [
-        {"bandwidth_Bps": p.bandwidth_Bps, "iops": p.iops, "time_s": p.sim_time_s}
-    ]
-    return reps
+def _ior(p: PhaseResult) -> IorDetails | None:
+    return p.extra if isinstance(p.extra, IorDetails) else None
+
+
+def _reps(p: PhaseResult) -> list[IorRepetition]:
+    """The phase's repetitions; a phase without them counts as one of all it measured."""
+    ex = _ior(p)
+    if ex is not None and ex.repetitions:
+        return ex.repetitions
+    return [IorRepetition(p.bandwidth_Bps, p.iops, p.sim_time_s, p.bytes_B)]
+
+
+def _task_offset(p: PhaseResult) -> int:
+    """IOR's ``-Q`` (task per node offset) of the phase; 1 when it has none."""
+    ex = _ior(p)
+    return ex.task_per_node_offset if ex else 1
 
 
 def _stats(values: list[float]) -> tuple[float, float, float, float]:
@@ -121,10 +133,10 @@ def _stats(values: list[float]) -> tuple[float, float, float, float]:
     return max(values), min(values), mean, sd
 
 
-def _ior_params(p: Any, test_id: int) -> dict[str, Any]:
+def _ior_params(p: PhaseResult, test_id: int) -> dict[str, Any]:
     """IOR's ``Parameters`` section for one phase (the keys IOR 3.3 prints)."""
-    ex = p.extra
-    block = float(ex.get("block_size_B", p.bytes_B / max(p.ranks, 1)))
+    ex = _ior(p)
+    block = ex.block_size_B if ex else p.bytes_B / max(p.ranks, 1)
     write = p.operation == "write"
     return {
         "testID": test_id,
@@ -132,30 +144,30 @@ def _ior_params(p: Any, test_id: int) -> dict[str, Any]:
         "api": "POSIX",
         "platform": "flashsim",
         "testFileName": p.name,
-        "deadlineForStonewall": round(float(ex.get("stonewall_s", 0.0))),
-        "stoneWallingWearOut": int(bool(ex.get("wear_out", False))),
+        "deadlineForStonewall": round(ex.stonewall_s if ex else 0.0),
+        "stoneWallingWearOut": int(ex.wear_out if ex else False),
         "maxTimeDuration": 0,
         "outlierThreshold": 0,
         "options": "",
-        "nodes": int(ex.get("nodes", 1)),
+        "nodes": ex.nodes if ex else 1,
         "memoryPerTask": 0,
         "memoryPerNode": 0,
-        "tasksPerNode": int(ex.get("tasks_per_node", p.ranks)),
+        "tasksPerNode": ex.tasks_per_node if ex else p.ranks,
         "repetitions": len(_reps(p)),
         "multiFile": 0,
         "interTestDelay": 0,
-        "fsync": int(bool(ex.get("fsync", False))),
+        "fsync": int(ex.fsync if ex else False),
         "fsyncperwrite": 0,
         "useExistingTestFile": 0,
         "uniqueDir": 0,
         "singleXferAttempt": 0,
         "readFile": int(not write),
         "writeFile": int(write),
-        "filePerProc": int(bool(ex.get("file_per_process", True))),
-        "reorderTasks": int(bool(ex.get("reorder_tasks", False))),
+        "filePerProc": int(ex.file_per_process if ex else True),
+        "reorderTasks": int(ex.reorder_tasks if ex else False),
         "reorderTasksRandom": 0,
         "reorderTasksRandomSeed": 0,
-        "randomOffset": int(ex.get("access", "sequential") == "random"),
+        "randomOffset": int(ex is not None and ex.access == "random"),
         "checkWrite": 0,
         "checkRead": 0,
         "preallocate": 0,
@@ -163,7 +175,7 @@ def _ior_params(p: Any, test_id: int) -> dict[str, Any]:
         "setAlignment": 1,
         "storeFileOffset": 0,
         "useSharedFilePointer": 0,
-        "useO_DIRECT": int(bool(ex.get("direct_io", False))),
+        "useO_DIRECT": int(ex.direct_io if ex else False),
         "useStridedDatatype": 0,
         "keepFile": 1,
         "keepFileWithError": 1,
@@ -172,7 +184,7 @@ def _ior_params(p: Any, test_id: int) -> dict[str, Any]:
         "data packet type": "g",
         "setTimeStampSignature/incompressibleSeed": 0,
         "collective": 0,
-        "segmentCount": int(ex.get("segments", 1)),
+        "segmentCount": ex.segments if ex else 1,
         "transferSize": int(p.transfer_size_B),
         "blockSize": int(block),
     }
@@ -198,11 +210,11 @@ def format_run_ior_json(result: RunResult) -> dict[str, Any]:
     for test_id, p in enumerate(result.phases):
         reps = _reps(p)
         params = _ior_params(p, test_id)
-        bws = [r["bandwidth_Bps"] / MIB for r in reps]
-        ops = [r["iops"] for r in reps]
-        times = [r["time_s"] for r in reps]
+        bws = [r.bandwidth_Bps / MIB for r in reps]
+        ops = [r.iops for r in reps]
+        times = [r.time_s for r in reps]
         block = float(params["blockSize"])
-        ex = p.extra
+        offset = _task_offset(p)
         options: dict[str, Any] = {
             "api": "POSIX",
             "apiVersion": "",
@@ -216,7 +228,7 @@ def format_run_ior_json(result: RunResult) -> dict[str, Any]:
             else "no tasks offsets",
         }
         if params["reorderTasks"]:
-            options["task offset"] = int(ex.get("task_per_node_offset", 1))
+            options["task offset"] = offset
         options.update(
             {
                 "nodes": params["nodes"],
@@ -261,7 +273,7 @@ def format_run_ior_json(result: RunResult) -> dict[str, Any]:
         )
         bw_max, bw_min, bw_mean, bw_sd = _stats(bws)
         op_max, op_min, op_mean, op_sd = _stats(ops)
-        first_B = float(reps[0].get("bytes_B", p.bytes_B / len(reps)))
+        first_B = reps[0].bytes_B
         summary.append(
             {
                 "operation": p.operation,
@@ -276,7 +288,7 @@ def format_run_ior_json(result: RunResult) -> dict[str, Any]:
                 "repetitions": len(reps),
                 "filePerProc": params["filePerProc"],
                 "reorderTasks": params["reorderTasks"],
-                "taskPerNodeOffset": int(ex.get("task_per_node_offset", 1)),
+                "taskPerNodeOffset": offset,
                 "reorderTasksRandom": 0,
                 "reorderTasksRandomSeed": 0,
                 "bwMaxMIB": bw_max,
@@ -355,9 +367,9 @@ def format_run_ior_text(result: RunResult) -> str:
             "--------   ----"
         )
         for it, rep in enumerate(_reps(p)):
-            t = rep["time_s"]
+            t = rep.time_s
             lines.append(
-                f"{p.operation:<10}{_pp(rep['bandwidth_Bps'] / MIB)} "
+                f"{p.operation:<10}{_pp(rep.bandwidth_Bps / MIB)} "
                 f"{_pp(float(params['blockSize']) / 1024)} {_pp(p.transfer_size_B / 1024)} "
                 f"{_pp(0.0)} {_pp(t)} {_pp(0.0)} {_pp(t)} {it:<4d}"
             )
@@ -372,16 +384,16 @@ def format_run_ior_text(result: RunResult) -> str:
     for test_id, p in ior:
         params = _ior_params(p, test_id)
         reps = _reps(p)
-        bw = _stats([r["bandwidth_Bps"] / MIB for r in reps])
-        ops = _stats([r["iops"] for r in reps])
-        mean_t = sum(r["time_s"] for r in reps) / len(reps)
-        agg = float(reps[0].get("bytes_B", p.bytes_B / len(reps))) / MIB
+        bw = _stats([r.bandwidth_Bps / MIB for r in reps])
+        ops = _stats([r.iops for r in reps])
+        mean_t = sum(r.time_s for r in reps) / len(reps)
+        agg = reps[0].bytes_B / MIB
         lines.append(
             f"{p.operation:<9} {bw[0]:10.2f} {bw[1]:10.2f} {bw[2]:10.2f} {bw[3]:10.2f} "
             f"{ops[0]:10.2f} {ops[1]:10.2f} {ops[2]:10.2f} {ops[3]:10.2f} {mean_t:10.5f} "
             f"{test_id:5d} {p.ranks:6d} {params['tasksPerNode']:3d} {len(reps):4d} "
             f"{params['filePerProc']:3d} {params['reorderTasks']:5d} "
-            f"{int(p.extra.get('task_per_node_offset', 1)):8d} {0:9d} {0:4d} "
+            f"{_task_offset(p):8d} {0:9d} {0:4d} "
             f"{params['segmentCount']:6d} {params['blockSize']:8d} {params['transferSize']:8d} "
             f"{agg:9.1f} {'POSIX':>5} {test_id:6d}"
         )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
+from typing import Any, TypeVar
 
 import pandas as pd
 
@@ -28,6 +28,42 @@ class ResourceLoad:
     name: str
     kind: str
     utilization: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhaseDetails:
+    """Typed details of one phase result (``PhaseResult.extra``); the base has none.
+
+    Each workload or system kind subclasses it next to the runner that fills
+    it in (``IorDetails`` in :mod:`flashsim.workloads.ior`, the Lustre tests'
+    in :mod:`flashsim.systems.lustre_phases` ...), one frozen dataclass per
+    kind of phase, units in the field names.  A field whose value is ``None``
+    was not measured and is left out of :meth:`to_dict` (so of ``--json``).
+    """
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``extra`` object of ``--json``: every measured field, by name, in field order."""
+        return {
+            f.name: _plain(value)
+            for f in fields(self)
+            if (value := getattr(self, f.name)) is not None
+        }
+
+
+DetailsT = TypeVar("DetailsT", bound=PhaseDetails)
+
+
+def _plain(value: Any) -> Any:
+    """Nested records as dicts, sequences as lists (the JSON shape)."""
+    if isinstance(value, PhaseDetails):
+        return value.to_dict()
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    return value
 
 
 @dataclass
@@ -56,8 +92,10 @@ class PhaseResult:
     ci_rel_halfwidth : float or None
         Relative 95 % confidence half-width of the steady-state estimate where
         run-length control applied; ``None`` otherwise.
-    extra : dict
-        Further named measurements (efficiencies, latencies, per-rank times).
+    extra : PhaseDetails
+        Further measurements of the kind of phase (efficiencies, latencies,
+        per-repetition results), a typed record such as
+        :class:`flashsim.workloads.ior.IorDetails`; :meth:`details` narrows it.
     fidelity : str or None
         The fidelity the phase actually ran at (``"flow"``, ``"request"``, or
         for a study of many tests each fidelity used, e.g. ``"flow+request"``);
@@ -81,7 +119,7 @@ class PhaseResult:
     sim_time_s: float
     bytes_B: float
     ci_rel_halfwidth: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: PhaseDetails = field(default_factory=PhaseDetails)
     fidelity: str | None = None
     bottlenecks: list[ResourceLoad] = field(default_factory=list)
     most_utilized: list[ResourceLoad] = field(default_factory=list)
@@ -90,8 +128,17 @@ class PhaseResult:
         """The ``--json`` record: SI values plus ``bandwidth_GBps`` (1 GB = 1e9 B)."""
         out = asdict(self)
         out["bandwidth_GBps"] = self.bandwidth_Bps / 1e9
-        out["extra"] = {k: _jsonable(v) for k, v in self.extra.items()}
+        out["extra"] = {k: _jsonable(v) for k, v in self.extra.to_dict().items()}
         return {k: _jsonable(v) for k, v in out.items()}
+
+    def details(self, kind: type[DetailsT]) -> DetailsT:
+        """``extra`` as a ``kind`` record; ``TypeError`` when the phase produced another kind."""
+        if not isinstance(self.extra, kind):
+            raise TypeError(
+                f"phase {self.name!r}: extra is {type(self.extra).__name__}, "
+                f"expected {kind.__name__}"
+            )
+        return self.extra
 
 
 def _jsonable(value: Any) -> Any:
@@ -134,7 +181,11 @@ class RunResult:
                 if k not in ("extra", "bottlenecks", "most_utilized")
             }
             row.update(
-                {k: v for k, v in phase.extra.items() if isinstance(v, (int, float, str, bool))}
+                {
+                    k: v
+                    for k, v in phase.extra.to_dict().items()
+                    if isinstance(v, (int, float, str, bool))
+                }
             )
             row["scenario"] = self.scenario
             row["seed"] = self.seed

@@ -7,7 +7,8 @@ saturating that layer gives exactly.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
@@ -15,7 +16,7 @@ from pydantic import Field
 from flashsim.components.nic import Direction
 from flashsim.config import Bytes, Seconds, StrictModel
 from flashsim.engine.flows import Flow, Resource
-from flashsim.measure.results import PhaseResult
+from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_cost import op_cost
 
@@ -125,6 +126,82 @@ class LnetSurveyPhase(StrictModel):
     duration: Seconds = Field("10 s", description="Length of each sink's test.")
 
 
+@dataclass(frozen=True, kw_only=True)
+class ObdfilterDetails(PhaseDetails):
+    """``PhaseResult.extra`` of an ``obdfilter-survey`` phase.
+
+    Attributes
+    ----------
+    efficiency : float
+        Bandwidth over the OST's peak for the operation (dimensionless).
+    peak_Bps : float
+        That peak (bytes/s).
+    ost : int
+        Index of the OST surveyed.
+    """
+
+    efficiency: float
+    peak_Bps: float
+    ost: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class LnetDetails(PhaseDetails):
+    """``PhaseResult.extra`` of an ``lnet-selftest`` phase.
+
+    Attributes
+    ----------
+    efficiency : float
+        Bandwidth over the sink NIC's line rate (dimensionless).
+    line_rate_Bps : float
+        That line rate (bytes/s).
+    lnet_over_ssd_peak : float
+        Bandwidth over the sink server's SSD peak (all its OSTs; dimensionless).
+    sink : int
+        Index of the sink OSS.
+    """
+
+    efficiency: float
+    line_rate_Bps: float
+    lnet_over_ssd_peak: float
+    sink: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class LnetSurveyDetails(PhaseDetails):
+    """``PhaseResult.extra`` of an ``lnet-survey`` phase.
+
+    Attributes
+    ----------
+    efficiencies : dict of int to float
+        Each sink's bandwidth over the NIC line rate, by sink OSS index
+        (dimensionless; JSON keys are the indices as strings).
+    sources : list of int
+        The source OSSes.
+    median_efficiency : float
+        Median over all sinks.
+    local_sinks, cross_group_sinks : int
+        Number of sinks in a source's I/O group and in other groups.
+    local_median, local_p10, local_p90 : float
+        Median, 10th and 90th percentile efficiency of the local sinks (NaN
+        when there are none).
+    cross_group_median, cross_group_p10, cross_group_p90 : float
+        The same over the cross-group sinks.
+    """
+
+    efficiencies: dict[int, float]
+    sources: list[int]
+    median_efficiency: float
+    local_sinks: int
+    local_median: float
+    local_p10: float
+    local_p90: float
+    cross_group_sinks: int
+    cross_group_median: float
+    cross_group_p10: float
+    cross_group_p90: float
+
+
 def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
     """``obdfilter-survey``: threads driving one OST directly (no client, network or RPC)."""
     sim = system.sim
@@ -161,7 +238,7 @@ def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
         transfer_size_B=phase.record_size,
         sim_time_s=elapsed,
         bytes_B=total,
-        extra={"efficiency": bw / peak, "peak_Bps": peak, "ost": phase.ost},
+        extra=ObdfilterDetails(efficiency=bw / peak, peak_Bps=peak, ost=phase.ost),
     )
 
 
@@ -254,12 +331,12 @@ def run_lnet(system: LustreCore, phase: LnetSelftestPhase) -> PhaseResult:
         transfer_size_B=phase.size,
         sim_time_s=system.sim.now - start,
         bytes_B=bw * (system.sim.now - start),
-        extra={
-            "efficiency": bw / line,
-            "line_rate_Bps": line,
-            "lnet_over_ssd_peak": bw / ssd,
-            "sink": phase.sink,
-        },
+        extra=LnetDetails(
+            efficiency=bw / line,
+            line_rate_Bps=line,
+            lnet_over_ssd_peak=bw / ssd,
+            sink=phase.sink,
+        ),
     )
 
 
@@ -274,8 +351,8 @@ def survey_sources(system: LustreCore, phase: LnetSurveyPhase) -> list[int]:
 def run_lnet_survey(system: LustreCore, phase: LnetSurveyPhase) -> PhaseResult:
     """Every sink in turn from the same sources; per-sink efficiency, local vs cross-group.
 
-    ``bandwidth_Bps`` is the median sink's; ``extra`` holds every sink's
-    efficiency (``efficiencies``, by sink index) and, for the local and the
+    ``bandwidth_Bps`` is the median sink's; ``extra`` (:class:`LnetSurveyDetails`)
+    holds every sink's efficiency (``efficiencies``, by sink index) and, for the local and the
     cross-group sinks, the median and the 10th and 90th percentiles.
     """
     start = system.sim.now
@@ -297,19 +374,34 @@ def run_lnet_survey(system: LustreCore, phase: LnetSurveyPhase) -> PhaseResult:
             f"{phase.name}.sink{sink}",
         )
         eff[sink] = bw / line
-    extra: dict[str, Any] = {"efficiencies": eff, "sources": sources}
     values = np.array(list(eff.values()))
-    extra["median_efficiency"] = float(np.median(values))
+    median = float(np.median(values))
+    stats: dict[str, tuple[int, float, float, float]] = {}
     for label, members in (
         ("local", [s for s in sinks if system.server_group(s) in home]),
         ("cross_group", [s for s in sinks if system.server_group(s) not in home]),
     ):
         got = np.array([eff[s] for s in members]) if members else np.array([math.nan])
-        extra[f"{label}_sinks"] = len(members)
-        extra[f"{label}_median"] = float(np.median(got))
-        extra[f"{label}_p10"] = float(np.percentile(got, 10))
-        extra[f"{label}_p90"] = float(np.percentile(got, 90))
-    median_bw = extra["median_efficiency"] * line
+        stats[label] = (
+            len(members),
+            float(np.median(got)),
+            float(np.percentile(got, 10)),
+            float(np.percentile(got, 90)),
+        )
+    extra = LnetSurveyDetails(
+        efficiencies=eff,
+        sources=sources,
+        median_efficiency=median,
+        local_sinks=stats["local"][0],
+        local_median=stats["local"][1],
+        local_p10=stats["local"][2],
+        local_p90=stats["local"][3],
+        cross_group_sinks=stats["cross_group"][0],
+        cross_group_median=stats["cross_group"][1],
+        cross_group_p10=stats["cross_group"][2],
+        cross_group_p90=stats["cross_group"][3],
+    )
+    median_bw = median * line
     return PhaseResult(
         name=phase.name,
         operation=phase.operation,

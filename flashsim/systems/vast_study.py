@@ -22,12 +22,12 @@ from __future__ import annotations
 import math
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from flashsim.measure.results import PhaseResult
+from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.systems.vast_model import VastModel
 from flashsim.systems.vast_phases import VastGridPhase, VastIopsGridPhase, VastSizeSweepPhase
 from flashsim.systems.vast_study_summary import summarize_grid, summarize_iops, summarize_sizes
@@ -187,6 +187,44 @@ def _fidelity_summary(df: pd.DataFrame) -> str:
     return "+".join(sorted(str(f) for f in df["fidelity"].unique()))
 
 
+@dataclass(frozen=True, kw_only=True)
+class VastStudyDetails(PhaseDetails):
+    """``PhaseResult.extra`` of a VAST study phase (grid, IOPS grid, size sweep).
+
+    The summary's keys are built from the data (e.g. ``naive_read_GBps_x128``
+    for the largest client count of the grid, ``write-buffered_xmax_over_prev``
+    per test kind), so they are a mapping, not fields; ``--json`` and
+    :meth:`to_dict` flatten them into ``extra`` beside ``tests``, ``rows`` and
+    ``fidelity_by_test``, so validation records read them as ``extra.<key>``.
+
+    Attributes
+    ----------
+    summary : dict of str to float
+        The study's summary statistics (see
+        :mod:`flashsim.systems.vast_study_summary`; units in the key names,
+        e.g. ``_GBps``; flags as 0.0/1.0).
+    tests : int
+        Number of rows (tests and repetitions) the study ran.
+    rows : list of dict
+        Every row of the study's table (``df.to_dict(orient="records")``);
+        the columns depend on the study.
+    fidelity_by_test : dict of str to str or None
+        Fidelity (or fidelities, ``"flow+request"``) each kind of test ran at;
+        ``None`` (absent) when the table has no fidelity column or no rows.
+    """
+
+    summary: dict[str, float] = field(default_factory=dict)
+    tests: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    fidelity_by_test: dict[str, str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary's keys, then ``tests``, ``rows`` and ``fidelity_by_test`` (if known)."""
+        out: dict[str, Any] = dict(self.summary)
+        out.update((k, v) for k, v in super().to_dict().items() if k != "summary")
+        return out
+
+
 def run_study_phase(
     model: VastModel,
     phase: Any,
@@ -197,10 +235,11 @@ def run_study_phase(
     """Run a grid/sweep phase and return its summary as a :class:`PhaseResult`.
 
     ``fidelity`` (the scenario's) applies unless the phase sets its own; the
-    result's ``fidelity`` and ``extra["fidelity_by_test"]`` say what each kind
+    result's ``fidelity`` and ``extra.fidelity_by_test`` say what each kind
     of test actually ran at (buffered writes always run in flow fidelity).
-    ``extra`` holds the summary, ``tests`` and every row (``rows``); nothing
-    in it depends on the wall clock, the executor or the number of workers.
+    ``extra`` (:class:`VastStudyDetails`) holds the summary, ``tests`` and
+    every row (``rows``); nothing in it depends on the wall clock, the
+    executor or the number of workers.
     """
     if phase.fidelity is None:
         phase = phase.model_copy(update={"fidelity": fidelity})
@@ -225,15 +264,17 @@ def run_study_phase(
         op = "size-sweep"
     else:
         raise TypeError(f"not a VAST study phase: {type(phase).__name__}")
-    extra: dict[str, Any] = dict(summary)
-    extra["tests"] = len(df)
-    extra["rows"] = df.to_dict(orient="records")
     kind = "op" if "op" in df else "test" if "test" in df else None
+    by_test: dict[str, str] | None = None
     if "fidelity" in df and len(df):
         groups = df.groupby(kind)["fidelity"] if kind else [("read", df["fidelity"])]
-        extra["fidelity_by_test"] = {
-            str(k): "+".join(sorted(str(f) for f in g.unique())) for k, g in groups
-        }
+        by_test = {str(k): "+".join(sorted(str(f) for f in g.unique())) for k, g in groups}
+    extra = VastStudyDetails(
+        summary=dict(summary),
+        tests=len(df),
+        rows=[{str(k): v for k, v in row.items()} for row in df.to_dict(orient="records")],
+        fidelity_by_test=by_test,
+    )
     return PhaseResult(
         name=phase.name,
         operation=op,

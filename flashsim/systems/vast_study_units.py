@@ -31,6 +31,7 @@ from flashsim.systems.vast_phases import (
 )
 from flashsim.systems.vast_system import VastSystem
 from flashsim.units import MIB, TIB
+from flashsim.workloads.ior import IorDetails
 
 #: IOR segment count of the bandwidth tests: the lesser of 16 TiB per rank or 2**31 - 1 (App. B).
 MAX_SEGMENTS = 2_147_483_647
@@ -136,14 +137,15 @@ def age(system: VastSystem, total_B: float, passes: int, nodes: int, ppn: int) -
 def rows_of(result: PhaseResult, **keys: Any) -> Rows:
     """One row per repetition of ``result``: ``keys``, then rep, bandwidth, IOPS, time, fidelity."""
     out = []
-    for rep, r in enumerate(result.extra["repetitions"]):
+    details = result.details(IorDetails)
+    for rep, r in enumerate(details.repetitions):
         row = dict(keys)
         row.update(
             rep=rep,
-            bandwidth_Bps=r["bandwidth_Bps"],
-            iops=r["iops"],
-            time_s=r["time_s"],
-            fidelity=result.fidelity or result.extra.get("fidelity", "flow"),
+            bandwidth_Bps=r.bandwidth_Bps,
+            iops=r.iops,
+            time_s=r.time_s,
+            fidelity=result.fidelity or details.fidelity,
         )
         out.append(row)
     return out

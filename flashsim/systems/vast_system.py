@@ -10,6 +10,7 @@ handed to the runner the kind gives it (:mod:`flashsim.systems.vast_study`).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import Any
 
 import simpy
@@ -29,10 +30,32 @@ from flashsim.systems.vast_phases import (
 from flashsim.systems.vast_queues import closed_loop_rpcs_per_s
 from flashsim.systems.vast_request import VastRequests
 from flashsim.units import MIB
-from flashsim.workloads.ior import IorPhase, IorRunner, RankStream
+from flashsim.workloads.ior import IorDetails, IorPhase, IorRunner, RankStream
 
 #: ``runner(model, phase, seed, fidelity)``: a study phase's summary as one phase result.
 StudyRunner = Callable[[VastModel, Any, int, str], PhaseResult]
+
+
+@dataclass(frozen=True, kw_only=True)
+class VastIorDetails(IorDetails):
+    """``PhaseResult.extra`` of an ``ior`` phase on VAST: IOR's details plus the tier's state.
+
+    Attributes
+    ----------
+    tier_scm_B : float
+        Bytes held in the SCM write buffer when the phase ended.
+    tier_migrated_B : float
+        Bytes migrated from SCM to QLC since the system was built.
+    """
+
+    tier_scm_B: float
+    tier_migrated_B: float
+
+    @classmethod
+    def of(cls, ior: IorDetails, *, tier_scm_B: float, tier_migrated_B: float) -> VastIorDetails:
+        """``ior``'s fields with the tier's state added."""
+        own = {f.name: getattr(ior, f.name) for f in fields(IorDetails)}
+        return cls(**own, tier_scm_B=tier_scm_B, tier_migrated_B=tier_migrated_B)
 
 
 class VastSystem(VastRequests):
@@ -276,8 +299,11 @@ class VastSystem(VastRequests):
             dataset = self._dataset(phase)
             for r in range(phase.ranks):
                 self.tier.forget(self.object_name(dataset, r))
-        result.extra["tier_scm_B"] = self.tier.check().scm_B
-        result.extra["tier_migrated_B"] = self.tier.migrated_B
+        result.extra = VastIorDetails.of(
+            result.details(IorDetails),
+            tier_scm_B=self.tier.check().scm_B,
+            tier_migrated_B=self.tier.migrated_B,
+        )
         return result
 
     def prefill(self, fraction: float = 1.0) -> None:

@@ -77,7 +77,7 @@ from flashsim.engine.closedloop import Request, run_closed_loop
 from flashsim.engine.flows import Flow, Resource, Segment
 from flashsim.engine.runlength import RunLengthControl
 from flashsim.engine.simulation import Simulation
-from flashsim.measure.results import PhaseResult
+from flashsim.measure.results import PhaseDetails, PhaseResult
 
 Operation = Literal["read", "write"]
 Fidelity = Literal["flow", "request"]
@@ -333,14 +333,94 @@ class RepetitionResult:
         """IOR operations/s: bandwidth over the transfer size."""
         return self.bandwidth_Bps / self.transfer_size_B
 
-    def to_dict(self) -> dict[str, float]:
-        """The ``PhaseResult.extra["repetitions"]`` element."""
-        return {
-            "bandwidth_Bps": self.bandwidth_Bps,
-            "iops": self.iops,
-            "time_s": self.time_s,
-            "bytes_B": self.bytes_B,
-        }
+    def summary(self) -> IorRepetition:
+        """The ``IorDetails.repetitions`` element."""
+        return IorRepetition(
+            bandwidth_Bps=self.bandwidth_Bps,
+            iops=self.iops,
+            time_s=self.time_s,
+            bytes_B=self.bytes_B,
+        )
+
+
+@dataclass(frozen=True)
+class IorRepetition:
+    """One repetition's results in :class:`IorDetails` (``extra.repetitions[i]``).
+
+    Attributes
+    ----------
+    bandwidth_Bps : float
+        IOR bandwidth of the repetition (bytes/s).
+    iops : float
+        Operations/s (bandwidth over the transfer size).
+    time_s : float
+        Time of the slowest rank (s).
+    bytes_B : float
+        Bytes moved by all ranks.
+    """
+
+    bandwidth_Bps: float
+    iops: float
+    time_s: float
+    bytes_B: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class IorDetails(PhaseDetails):
+    """``PhaseResult.extra`` of an ``ior`` phase: its options and per-repetition results.
+
+    Attributes
+    ----------
+    repetitions : list of IorRepetition
+        Each repetition's bandwidth, IOPS, time and bytes.
+    block_size_B, segments, file_per_process, tasks_per_node, nodes, stonewall_s,
+    wear_out, fsync, direct_io, access, reorder_tasks, task_per_node_offset
+        The phase's IOR options (``-b`` in bytes, ``-s``, ``-F``, ranks per
+        node, nodes, ``-D`` in seconds, wear-out, ``-e``, O_DIRECT,
+        ``"sequential"``/``"random"``, ``-C``, ``-Q``).
+    fidelity : str
+        The fidelity the phase ran at (``"flow"`` or ``"request"``).
+    bw_max_Bps, bw_min_Bps : float
+        Highest and lowest repetition bandwidth (bytes/s).
+    t_max_s : float
+        Slowest rank's time in the best repetition (s).
+    b_max_B : float
+        Most bytes any rank moved in the best repetition.
+    simulated_s : float
+        Simulated seconds of all repetitions' measurement windows (request
+        fidelity; NaN in flow fidelity).
+    mean_response_s, p99_response_s : float or None
+        Request fidelity: mean and 99th-percentile per-operation latency
+        (issue to completion, s) in steady state of the last repetition;
+        ``None`` (absent) in flow fidelity.
+    bandwidth_efficiency, iops_efficiency : float or None
+        Mean bandwidth (IOPS) over the system's peak for the phase
+        (dimensionless); ``None`` (absent) when the system states no peak.
+    """
+
+    repetitions: list[IorRepetition]
+    block_size_B: float
+    segments: int
+    file_per_process: bool
+    tasks_per_node: int
+    nodes: int
+    stonewall_s: float
+    wear_out: bool
+    fsync: bool
+    direct_io: bool
+    access: str
+    reorder_tasks: bool
+    task_per_node_offset: int
+    fidelity: str
+    bw_max_Bps: float
+    bw_min_Bps: float
+    t_max_s: float
+    b_max_B: float
+    simulated_s: float
+    mean_response_s: float | None = None
+    p99_response_s: float | None = None
+    bandwidth_efficiency: float | None = None
+    iops_efficiency: float | None = None
 
 
 # ------------------------------------------------------------- IOR arithmetic
@@ -606,36 +686,36 @@ class IorRunner:
         mean_bw = float(np.mean(bws))
         mean_iops = float(np.mean([r.iops for r in reps]))
         cis = [r.ci_rel_halfwidth for r in reps if r.ci_rel_halfwidth is not None]
-        extra: dict[str, Any] = {
-            "repetitions": [r.to_dict() for r in reps],
-            "block_size_B": phase.block_size,
-            "segments": phase.segments,
-            "file_per_process": phase.file_per_process,
-            "tasks_per_node": phase.ranks_per_node,
-            "nodes": phase.nodes,
-            "stonewall_s": phase.stonewall,
-            "wear_out": phase.wear_out,
-            "fsync": phase.fsync,
-            "direct_io": phase.direct_io,
-            "access": phase.access,
-            "reorder_tasks": phase.reorder_tasks,
-            "task_per_node_offset": phase.task_per_node_offset,
-            "fidelity": fidelity,
-            "bw_max_Bps": max(bws),
-            "bw_min_Bps": min(bws),
-            "t_max_s": reps[best].time_s,
-            "b_max_B": float(reps[best].rank_bytes_B.max()),
-            "simulated_s": float(sum(r.simulated_s for r in reps)),
-        }
-        if math.isfinite(reps[-1].mean_response_s):
-            # Request fidelity: per-operation latency (issue to completion) in steady state.
-            extra["mean_response_s"] = reps[-1].mean_response_s
-            extra["p99_response_s"] = reps[-1].p99_response_s
+        # Request fidelity: per-operation latency (issue to completion) in steady state.
+        timed = math.isfinite(reps[-1].mean_response_s)
         peaks = self.system.ior_peaks(phase)
-        if peaks.get("bandwidth_Bps"):
-            extra["bandwidth_efficiency"] = mean_bw / peaks["bandwidth_Bps"]
-        if peaks.get("iops"):
-            extra["iops_efficiency"] = mean_iops / peaks["iops"]
+        peak_bw = peaks.get("bandwidth_Bps")
+        peak_iops = peaks.get("iops")
+        extra = IorDetails(
+            repetitions=[r.summary() for r in reps],
+            block_size_B=phase.block_size,
+            segments=phase.segments,
+            file_per_process=phase.file_per_process,
+            tasks_per_node=phase.ranks_per_node,
+            nodes=phase.nodes,
+            stonewall_s=phase.stonewall,
+            wear_out=phase.wear_out,
+            fsync=phase.fsync,
+            direct_io=phase.direct_io,
+            access=phase.access,
+            reorder_tasks=phase.reorder_tasks,
+            task_per_node_offset=phase.task_per_node_offset,
+            fidelity=fidelity,
+            bw_max_Bps=max(bws),
+            bw_min_Bps=min(bws),
+            t_max_s=reps[best].time_s,
+            b_max_B=float(reps[best].rank_bytes_B.max()),
+            simulated_s=float(sum(r.simulated_s for r in reps)),
+            mean_response_s=reps[-1].mean_response_s if timed else None,
+            p99_response_s=reps[-1].p99_response_s if timed else None,
+            bandwidth_efficiency=mean_bw / peak_bw if peak_bw else None,
+            iops_efficiency=mean_iops / peak_iops if peak_iops else None,
+        )
         return PhaseResult(
             name=phase.name,
             operation=phase.operation,

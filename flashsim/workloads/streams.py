@@ -19,6 +19,7 @@ in :attr:`~flashsim.systems.base.SystemKind.implements`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Annotated, Literal, Protocol
 
 import numpy as np
@@ -29,7 +30,7 @@ from flashsim.engine.closedloop import Request, run_closed_loop
 from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.runlength import RunLengthControl
 from flashsim.engine.simulation import Simulation
-from flashsim.measure.results import PhaseResult
+from flashsim.measure.results import PhaseDetails, PhaseResult
 
 Fidelity = Literal["flow", "request"]
 
@@ -92,6 +93,25 @@ def run_streams(target: StreamsTarget, phase: StreamsPhase, fidelity: Fidelity) 
     return _run_request(target, phase)
 
 
+@dataclass(frozen=True, kw_only=True)
+class StreamsDetails(PhaseDetails):
+    """``PhaseResult.extra`` of a ``streams`` phase in request fidelity.
+
+    (In flow fidelity the phase carries no details.)
+
+    Attributes
+    ----------
+    requests : int
+        Requests completed by all streams.
+    mean_response_s, p99_response_s : float
+        Mean and 99th-percentile request latency, issue to completion (s).
+    """
+
+    requests: int
+    mean_response_s: float
+    p99_response_s: float
+
+
 def _run_flow(target: StreamsTarget, phase: StreamsPhase) -> PhaseResult:
     sim = target.sim
     t = phase.transfer_size
@@ -142,9 +162,9 @@ def _run_request(target: StreamsTarget, phase: StreamsPhase) -> PhaseResult:
         sim_time_s=sim.now - start,
         bytes_B=loop.requests * t,
         ci_rel_halfwidth=loop.rel_halfwidth,
-        extra={
-            "requests": loop.requests,
-            "mean_response_s": float(loop.responses_s.mean()),
-            "p99_response_s": float(np.percentile(loop.responses_s, 99)),
-        },
+        extra=StreamsDetails(
+            requests=loop.requests,
+            mean_response_s=float(loop.responses_s.mean()),
+            p99_response_s=float(np.percentile(loop.responses_s, 99)),
+        ),
     )
