@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from flashsim.components.fluid import DrainPath, FluidBuffer
@@ -292,13 +292,18 @@ def test_fluid_buffer_rejects_bad_parameters() -> None:
     hold=st.floats(0.0, 1.0),
     qlc_gb=st.floats(0.1, 2.0),
 )
+# A write far larger than the buffer, drained slowly: finishes only after ~380 s.
+@example(sizes=[46.0], caps=[3.0, 1.0, 1.0, 1.0], buffer_gb=5.0, hold=0.0, qlc_gb=0.109375)
 def test_property_bytes_are_conserved_and_buffer_never_overflows(
     sizes: list[float], caps: list[float], buffer_gb: float, hold: float, qlc_gb: float
 ) -> None:
     sim = Simulation(0)
     tier = make_tier(sim, buffer_B=buffer_gb * GB, migrate_above=hold, qlc_write_Bps=qlc_gb * GB)
     flows = [write(sim, tier, s * GB, f"o{i}", caps[i] * GB) for i, s in enumerate(sizes)]
-    horizon = 2 * sum(sizes) / min(caps[: len(sizes)]) + 10
+    # Long enough for every write: the writers' own rate, and the QLC drain for what the
+    # buffer cannot hold (46 GB into a 5 GB buffer draining at 0.11 GB/s takes ~380 s).
+    overflow = max(0.0, sum(sizes) - buffer_gb)
+    horizon = 2 * (sum(sizes) / min(caps[: len(sizes)]) + overflow / qlc_gb) + 10
     for t in np.linspace(horizon / 20, horizon, 20):
         sim.run(until=float(t))
         check = tier.check()
