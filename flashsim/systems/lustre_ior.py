@@ -252,9 +252,11 @@ class LustreIor(LustreCore):
             self._stripe_segments[key] = segment
         return [(segment, 1.0)], latency
 
-    def _endpoints_to(self, server: str, op: OpKind) -> tuple[str, str]:
-        """A representative (source, destination) pair between a client and ``server``."""
-        client = self.client(0).name
+    def _endpoints_to(self, server: str, op: OpKind) -> tuple[str | int, str | int]:
+        """A representative (source, destination) pair between the clients and ``server``:
+        the group of the first client slot (no client node is built for it)."""
+        role = role_of(self.model.fabric, self.model.client.placement.role)
+        client = self.fabric.groups_of(role)[self.placement.group_of(0)]
         return (client, server) if op == "write" else (server, client)
 
     def _osc_path(
