@@ -342,6 +342,7 @@ def run_loaded(
         try:
             sim = Simulation(scenario.spec.seed)
             built = scenario.system.kind.build(scenario.system.model, sim, scenario.spec.fidelity)
+            end: bottlenecks.UsageMark | None = None
             for phase in tqdm(
                 scenario.phases,
                 desc=scenario.spec.name,
@@ -350,9 +351,10 @@ def run_loaded(
                 disable=not progress,
             ):
                 dog.check()
-                start = bottlenecks.mark(sim)
+                start = end if end is not None else bottlenecks.mark(sim)
                 measured = built.run_phase(phase)
-                limited_by, most = bottlenecks.phase_loads(sim, start)
+                end = bottlenecks.mark(sim)
+                limited_by, most = bottlenecks.phase_loads(sim, start, end)
                 results.append(replace(measured, bottlenecks=limited_by, most_utilized=most))
         except _LimitReached as exc:
             dog.stop()

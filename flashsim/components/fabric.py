@@ -55,9 +55,7 @@ from flashsim.components.fabric_spec import (
     DragonflySpec,
     FabricSpec,
     FatTreeSpec,
-    GlobalLinks,
     GroupId,
-    GroupKind,
     Routing,
     SwitchFabricSpec,
 )
@@ -67,19 +65,7 @@ from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.maxmin import FloatArray
 from flashsim.engine.simulation import Simulation
 
-__all__ = [
-    "BackgroundJobSpec",
-    "Demands",
-    "DragonflySpec",
-    "Fabric",
-    "FabricSpec",
-    "FatTreeSpec",
-    "GlobalLinks",
-    "GroupId",
-    "GroupKind",
-    "LinkQueue",
-    "SwitchFabricSpec",
-]
+__all__ = ["Demands", "DragonflySpec", "Fabric", "FabricSpec", "FatTreeSpec", "SwitchFabricSpec"]
 
 #: Offered load (bytes/s) per (source, destination): endpoint names, group names or ids.
 Demands = (
@@ -130,6 +116,7 @@ class Fabric(RequestRouting):
         self._cursor: dict[str, int] = {}
         self._resources: dict[str, Resource] = {}
         self._queues: dict[str, LinkQueue] = {}
+        self._hops: dict[Route, tuple[tuple[LinkQueue, float], ...]] = {}
         self._plan: dict[tuple[GroupId, GroupId], FloatArray] = {}
         self._background = BackgroundTraffic(sim, name)
         self._start_jobs(spec.background)

@@ -39,9 +39,6 @@ class BackgroundTraffic:
         #: Each flow, its offered rate (bytes/s) and the bytes it puts on each bundle per byte.
         self.started: list[tuple[Flow, float, dict[str, float]]] = []
 
-    def __bool__(self) -> bool:
-        return bool(self.started)
-
     def start(
         self,
         path: Sequence[tuple[Resource, float]],

@@ -22,8 +22,7 @@ class LinkQueue(FifoQueue):
 
     def backlog_s(self) -> float:
         """Work (s) queued or in service per server: the wait a request joining now expects."""
-        now = self.env.now
-        return sum(max(t - now, 0.0) for t in self._free_at) / self.servers
+        return self.ahead_s() / self.servers
 
 
 class RequestRouting:
@@ -39,6 +38,7 @@ class RequestRouting:
     routing: Routing
     ugal_threshold: float
     _queues: dict[str, LinkQueue]
+    _hops: dict[Route, tuple[tuple[LinkQueue, float], ...]]
 
     def group_of(self, endpoint: str) -> GroupId:
         """The group an attached endpoint is in."""
@@ -97,9 +97,9 @@ class RequestRouting:
             other = nms[int(rng.integers(len(nms)))]
             if self._cost(route) > self.ugal_threshold * self._cost(other):
                 route = other
-        bundles = self.topology.bundles
-        return [(self._queue(n), size_B / bundles[n].link_Bps) for n in route.bundles]
-
-    def queues(self) -> list[FifoQueue]:
-        """The request queues built so far."""
-        return list(self._queues.values())
+        hops = self._hops.get(route)
+        if hops is None:
+            bundles = self.topology.bundles
+            hops = tuple((self._queue(n), bundles[n].link_Bps) for n in route.bundles)
+            self._hops[route] = hops
+        return [(queue, size_B / link_Bps) for queue, link_Bps in hops]

@@ -333,3 +333,14 @@ FabricSpec = Annotated[
     SwitchFabricSpec | FatTreeSpec | DragonflySpec,
     Field(discriminator="topology", description="The network fabric and its routing."),
 ]
+
+
+def fabric_role(spec: FabricSpec, role: str) -> str:
+    """``role`` on a dragonfly that has groups of it; ``"all"`` otherwise (switch, fat tree).
+
+    What to pass as the role to :meth:`Fabric.attach` and :meth:`Fabric.groups_of`
+    for endpoints a system puts in ``role`` groups.
+    """
+    if isinstance(spec, DragonflySpec) and any(g.role == role for g in spec.groups):
+        return role
+    return "all"

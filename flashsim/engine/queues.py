@@ -107,9 +107,12 @@ class FifoQueue:
         is ``sum(max(f - now, 0))`` over the servers.  Mean utilisation over
         ``[t0, t1]`` is the difference of this counter over ``servers * (t1 - t0)``.
         """
+        return self.busy_time_s - self.ahead_s()
+
+    def ahead_s(self) -> float:
+        """Service (s, summed over the servers) assigned but not yet delivered at ``now``."""
         now = float(self.env.now)
-        ahead = sum(f - now for f in self._free_at if f > now)
-        return self.busy_time_s - ahead
+        return sum(f - now for f in self._free_at if f > now)
 
     @property
     def visits(self) -> int:

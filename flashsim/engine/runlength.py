@@ -67,6 +67,11 @@ def batch_means(samples: npt.ArrayLike, n_batches: int = 20, confidence: float =
     return Estimate(float(means.mean()), halfwidth, n_batches, confidence)
 
 
+#: Fewest throughput samples before the stopping rule is tested: two per batch of the
+#: default 20 batches, the least :meth:`RunLengthControl.estimate` can form batch means from.
+MIN_SAMPLES_FOR_BATCHES = 40
+
+
 @dataclass
 class RunLengthControl:
     """Decides when a steady-state measurement has run long enough.

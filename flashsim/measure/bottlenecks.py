@@ -189,13 +189,19 @@ def flow_utilization(start: ResourceUsage, end: ResourceUsage) -> FloatArray:
     return result
 
 
-def queue_utilization(sim: Simulation, start: UsageMark) -> FloatArray:
-    """Mean utilisation of every registered queue since ``start`` (0 when no time passed)."""
+def queue_utilization(
+    sim: Simulation, start: UsageMark, busy_now_s: FloatArray | None = None
+) -> FloatArray:
+    """Mean utilisation of every registered queue since ``start`` (0 when no time passed).
+
+    ``busy_now_s`` is the queues' service delivered by now, when already read (:func:`mark`).
+    """
     queues = sim.queues
     elapsed = sim.now - start.time_s
     if not queues or elapsed <= 0:
         return np.zeros(len(queues))
-    busy = _queue_busy_s(sim) - _pad(start.queue_busy_s, len(queues))
+    now_s = _queue_busy_s(sim) if busy_now_s is None else busy_now_s
+    busy = now_s - _pad(start.queue_busy_s, len(queues))
     servers = np.fromiter((q.servers for q in queues), dtype=np.float64, count=len(queues))
     result: FloatArray = busy / (servers * elapsed)
     return result
@@ -214,7 +220,9 @@ def _order_key(load: ResourceLoad) -> tuple[float, tuple[tuple[int, str, int], .
     return (-round(load.utilization, ORDER_DECIMALS), natural_key(load.name))
 
 
-def phase_loads(sim: Simulation, start: UsageMark) -> tuple[list[ResourceLoad], list[ResourceLoad]]:
+def phase_loads(
+    sim: Simulation, start: UsageMark, end: UsageMark | None = None
+) -> tuple[list[ResourceLoad], list[ResourceLoad]]:
     """The bottlenecks and the most utilised resources of the phase begun at ``start``.
 
     Parameters
@@ -223,6 +231,9 @@ def phase_loads(sim: Simulation, start: UsageMark) -> tuple[list[ResourceLoad], 
         The simulation, after the phase has run.
     start : UsageMark
         The counters read by :func:`mark` before the phase.
+    end : UsageMark, optional
+        The counters read by :func:`mark` after it (read now when not given; a
+        scenario passes it and reuses it as the next phase's ``start``).
 
     Returns
     -------
@@ -236,12 +247,12 @@ def phase_loads(sim: Simulation, start: UsageMark) -> tuple[list[ResourceLoad], 
         queue of the same name (a model that builds both fidelities) count
         once, at the larger utilisation.
     """
-    end = sim.flows.usage()
-    elapsed = sim.now - start.time_s
+    now = end if end is not None else mark(sim)
+    elapsed = now.time_s - start.time_s
     if elapsed <= 0:
         return [], []
-    flow_util = flow_utilization(start.flow, end)
-    queue_util = queue_utilization(sim, start)
+    flow_util = flow_utilization(start.flow, now.flow)
+    queue_util = queue_utilization(sim, start, now.queue_busy_s)
     queues = sim.queues
     chosen: dict[str, ResourceLoad] = {}
 
@@ -250,7 +261,7 @@ def phase_loads(sim: Simulation, start: UsageMark) -> tuple[list[ResourceLoad], 
             q = queues[index]
             name, kind = q.name, q.kind
         else:
-            res = end.resources[index]
+            res = now.flow.resources[index]
             name, kind = res.name, res.kind
         old = chosen.get(name)
         if old is None or util > old.utilization:

@@ -102,11 +102,6 @@ def _or_dash(text: str, value: float) -> str:
     return text if math.isfinite(value) else "-"
 
 
-def _is_ior(phase: PhaseResult) -> bool:
-    """Whether a phase result came from an IOR-like workload (it carries repetitions)."""
-    return isinstance(phase.extra, IorDetails)
-
-
 def _ior(p: PhaseResult) -> IorDetails | None:
     return p.extra if isinstance(p.extra, IorDetails) else None
 
@@ -337,7 +332,7 @@ def format_run_ior_text(result: RunResult) -> str:
     close(s) total(s) iter`` rows of each repetition, then IOR's ``Summary of
     all tests`` table (Max/Min/Mean/StdDev of MiB/s and OPs over repetitions).
     """
-    ior = [(i, p) for i, p in enumerate(result.phases) if _is_ior(p)]
+    ior = [(i, p) for i, p in enumerate(result.phases) if _ior(p) is not None]
     if not ior:
         return ""
     lines = ["IOR-3.3.0: MPI Coordinated Test of Parallel I/O (simulated by flashsim)", ""]

@@ -24,11 +24,11 @@ fidelities agree by construction wherever a capacity binds.
 from __future__ import annotations
 
 from flashsim.components.fabric import Fabric
+from flashsim.components.fabric_spec import fabric_role
 from flashsim.components.placement import Placement
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Fidelity
-from flashsim.systems.lustre_fabric import role_of
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_nodes import (
     ClientNode,
@@ -61,11 +61,11 @@ class LustreCore(BuiltSystem):
         self.servers: dict[int, ServerNode] = {}
         self.clients: dict[int, ClientNode] = {}
         self.fabric = Fabric(sim, f"{model.name}.fabric", model.fabric)
-        self._io_groups = len(self.fabric.groups_of(role_of(model.fabric, "io")))
+        self._io_groups = len(self.fabric.groups_of(fabric_role(model.fabric, "io")))
         spec = model.client.placement
         capacities = [
             self.fabric.topology.group_capacity[g]
-            for g in self.fabric.groups_of(role_of(model.fabric, spec.role))
+            for g in self.fabric.groups_of(fabric_role(model.fabric, spec.role))
         ]
         self.placement = Placement(spec, capacities, sim.rng(f"{model.name}.placement"))
 
@@ -82,7 +82,7 @@ class LustreCore(BuiltSystem):
             raise ValueError(f"OSS index {index} is outside 0..{self.model.oss.count - 1}")
         name = f"{self.model.name}.oss{index}"
         node = build_server(self.sim, name, index, self.model.oss)
-        self.fabric.attach(name, role_of(self.model.fabric, "io"), self.server_group(index))
+        self.fabric.attach(name, fabric_role(self.model.fabric, "io"), self.server_group(index))
         self.servers[index] = node
         return node
 

@@ -8,7 +8,7 @@ tree) take both in all their groups.
 from __future__ import annotations
 
 from flashsim.components.fabric import Fabric
-from flashsim.components.fabric_spec import DragonflySpec, FabricSpec, FatTreeSpec
+from flashsim.components.fabric_spec import DragonflySpec, FatTreeSpec, fabric_role
 from flashsim.components.placement import UNLIMITED_SLOTS
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.lustre_model import LustreModel
@@ -26,10 +26,10 @@ def fabric_bounds(model: LustreModel) -> tuple[float, float, str]:
     fabric = Fabric(sim, f"{model.name}.fabric", model.fabric)
     placement = model.client.placement
     servers = [f"oss{i}" for i in range(model.oss.count)]
-    io_groups = len(fabric.groups_of(role_of(model.fabric, "io")))
+    io_groups = len(fabric.groups_of(fabric_role(model.fabric, "io")))
     for i, name in enumerate(servers):
         fabric.attach(name, "io", i % io_groups)
-    groups = fabric.groups_of(role_of(model.fabric, placement.role))
+    groups = fabric.groups_of(fabric_role(model.fabric, placement.role))
     used = groups[: placement.groups] if placement.groups else groups
     clients = [f"client{k}" for k in range(len(used))]
     for name, k in zip(clients, range(len(used)), strict=True):
@@ -41,11 +41,6 @@ def fabric_bounds(model: LustreModel) -> tuple[float, float, str]:
         f"servers in {io_groups} io group(s)"
     )
     return write, read, note
-
-
-def role_of(fabric: FabricSpec, role: str) -> str:
-    """``role`` on a dragonfly; ``"all"`` on fabrics whose groups have no roles."""
-    return role if isinstance(fabric, DragonflySpec) else "all"
 
 
 def role_groups(model: LustreModel, role: str) -> int:

@@ -15,12 +15,12 @@ from typing import Any
 
 import simpy
 
+from flashsim.components.fabric_spec import fabric_role
 from flashsim.engine.flows import Resource, Segment
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Fidelity
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_cost import op_cost
-from flashsim.systems.lustre_fabric import role_of
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_nodes import (
     ClientNode,
@@ -167,7 +167,7 @@ class LustreIor(LustreCore):
             oss.target_peak_Bps(op) * eff, oss.nic.node_Bps(s_dir) / oss.targets_per_server
         )
         fabric = self.fabric
-        io_groups = fabric.groups_of(role_of(self.model.fabric, "io"))
+        io_groups = fabric.groups_of(fabric_role(self.model.fabric, "io"))
         per = oss.targets_per_server
         offered: dict[tuple[int, int], float] = {}  # (client group, target) -> bytes/s
         for r in range(phase.ranks):
@@ -255,7 +255,7 @@ class LustreIor(LustreCore):
     def _endpoints_to(self, server: str, op: OpKind) -> tuple[str | int, str | int]:
         """A representative (source, destination) pair between the clients and ``server``:
         the group of the first client slot (no client node is built for it)."""
-        role = role_of(self.model.fabric, self.model.client.placement.role)
+        role = fabric_role(self.model.fabric, self.model.client.placement.role)
         client = self.fabric.groups_of(role)[self.placement.group_of(0)]
         return (client, server) if op == "write" else (server, client)
 

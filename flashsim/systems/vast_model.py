@@ -20,7 +20,7 @@ from pydantic import Field
 
 from flashsim.components.cpu import CpuSpec
 from flashsim.components.drive import DriveField
-from flashsim.components.fabric_spec import DragonflySpec, FabricSpec
+from flashsim.components.fabric_spec import FabricSpec
 from flashsim.components.nfs import NfsClientSpec
 from flashsim.components.nic import NicSpec
 from flashsim.components.placement import PlacementSpec
@@ -147,10 +147,3 @@ def ssd(spec: Any, key: str) -> SsdSpec:
     if not isinstance(spec, SsdSpec):
         raise ValueError(f"{key}: a VAST drive must be an SSD (kind = 'ssd')")
     return spec
-
-
-def fabric_role(spec: FabricSpec, role: str) -> str:
-    """``role`` on a dragonfly that has groups of it; ``"all"`` otherwise (switch, fat tree)."""
-    if isinstance(spec, DragonflySpec) and any(g.role == role for g in spec.groups):
-        return role
-    return "all"

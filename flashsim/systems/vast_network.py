@@ -28,11 +28,12 @@ import numpy as np
 import simpy
 
 from flashsim.components.fabric import Demands, Fabric
+from flashsim.components.fabric_spec import fabric_role
 from flashsim.components.placement import Placement
 from flashsim.engine.flows import Resource
 from flashsim.engine.maxmin import FloatArray
 from flashsim.engine.simulation import Simulation
-from flashsim.systems.vast_model import VastModel, fabric_role
+from flashsim.systems.vast_model import VastModel
 
 Entry = tuple[Resource, float]
 PathEntries = list[Entry]
@@ -96,6 +97,9 @@ class VastNetwork:
         self._front_cache: dict[tuple[int, tuple[int, ...], bool], PathEntries] = {}
         self._front_rtt: dict[tuple[int, tuple[int, ...]], float] = {}
         self._per_byte: dict[tuple[str, str, str], float] = {}
+        self._back_rtt_s = self.back.latency_s(
+            self.cnodes[0], self.dnodes[0]
+        ) + self.back.latency_s(self.dnodes[0], self.cnodes[0])
         # The NVMe fabric routes statically (no plan): its entries depend on the arguments only.
         self._back_cache: dict[tuple[tuple[int, ...], bool, bytes], tuple[Entry, ...]] = {}
 
@@ -179,10 +183,11 @@ class VastNetwork:
         return entries
 
     def back_rtt_s(self) -> float:
-        """Zero-load NVMe-fabric round trip (s): a traversal out and one back."""
-        return self.back.latency_s(self.cnodes[0], self.dnodes[0]) + self.back.latency_s(
-            self.dnodes[0], self.cnodes[0]
-        )
+        """Zero-load NVMe-fabric round trip (s): a traversal out and one back.
+
+        Fixed once built: the NVMe fabric routes without a plan.
+        """
+        return self._back_rtt_s
 
     def resources(self) -> list[Resource]:
         """Flow resources of both fabrics built so far."""

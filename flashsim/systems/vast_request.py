@@ -88,13 +88,12 @@ class VastRequests(VastTopology):
             ]
             yield env.all_of(visits)
             # Acknowledged: the bytes are committed to the SCM buffer (a later read sees them).
-            buf = self.tier.buffer
-            if buf.level_B >= buf.drain_start_B * (1.0 - 1e-6):
+            if self.migrating():
                 # At the hold level every new byte is migrated: one SCM read of it (flow
                 # fidelity's migration path), queued at a drive but not awaited.
                 i = int(rng.integers(len(self.scm)))
                 env.process(self._migration_read(queues["scm"][i], size))
-            buf.add_bytes(self._cur_objs[rank], size)
+            self.tier.buffer.add_bytes(self._cur_objs[rank], size)
             return
         f_scm, qlc_cdf = self._cur_read[rank]
         if rng.random() < f_scm or qlc_cdf is None:

@@ -167,11 +167,6 @@ class VastSystem(VastRequests):
                     streams.append(RankStream(tuple(path), cm.mount.rsize, seq_cap, slots))
         return streams
 
-    def migrating(self) -> bool:
-        """Whether the SCM buffer sits at its hold level, so every new byte is migrated too."""
-        buf = self.tier.buffer
-        return bool(buf.level_B >= buf.drain_start_B * (1.0 - 1e-6))
-
     def direct_rate_Bps(
         self,
         transfer_B: float,

@@ -243,6 +243,11 @@ class VastTopology(BuiltSystem):
         path += self.tier.ingest_path()
         return path
 
+    def migrating(self) -> bool:
+        """Whether the SCM buffer sits at its hold level, so every new byte is migrated too."""
+        buf = self.tier.buffer
+        return bool(buf.level_B >= buf.drain_start_B * (1.0 - 1e-6))
+
     def wire_s(self, size_B: float, client: int = 0) -> float:
         """Store-and-forward time (s) of ``size_B`` bytes over one port of each hop.
 

@@ -75,7 +75,7 @@ from pydantic import Field, model_validator
 from flashsim.config import Bytes, NonNegativeSeconds, StrictModel
 from flashsim.engine.closedloop import Request, run_closed_loop
 from flashsim.engine.flows import Flow, Resource, Segment
-from flashsim.engine.runlength import RunLengthControl
+from flashsim.engine.runlength import MIN_SAMPLES_FOR_BATCHES, RunLengthControl
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseDetails, PhaseResult
 
@@ -636,7 +636,7 @@ class IorRunner:
         interval = phase.sample_interval_requests
         control = RunLengthControl(
             target_rel_halfwidth=phase.target_rel_halfwidth,
-            min_samples=40,
+            min_samples=MIN_SAMPLES_FOR_BATCHES,
             max_samples=max(40, phase.max_requests // interval),
         )
         ops_left = [int(limits[i] // streams[i].op_size_B) for i in range(n)]

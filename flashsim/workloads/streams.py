@@ -28,7 +28,7 @@ from pydantic import Field
 from flashsim.config import Bytes, StrictModel
 from flashsim.engine.closedloop import Request, run_closed_loop
 from flashsim.engine.flows import Flow, Resource
-from flashsim.engine.runlength import RunLengthControl
+from flashsim.engine.runlength import MIN_SAMPLES_FOR_BATCHES, RunLengthControl
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseDetails, PhaseResult
 
@@ -146,7 +146,7 @@ def _run_request(target: StreamsTarget, phase: StreamsPhase) -> PhaseResult:
     request = target.streams_requests(phase)
     control = RunLengthControl(
         target_rel_halfwidth=phase.target_rel_halfwidth,
-        min_samples=40,
+        min_samples=MIN_SAMPLES_FOR_BATCHES,
         max_samples=max(40, phase.max_requests // phase.sample_interval_requests),
     )
     start = sim.now
