@@ -39,6 +39,9 @@ MAX_SEGMENTS = 2_147_483_647
 #: Bytes of throw-away data the size sweep writes to age a dataset onto QLC (App. B, 8 x 1 TiB).
 SIZE_SWEEP_AGING_B = 8 * TIB
 
+#: Passes of the pre-read flush: App. B writes and deletes 1 TiB eight times.
+AGING_PASSES = 8
+
 #: Processes per node of the pre-read flush (App. B: 8 nodes x 16 processes).
 AGING_RANKS_PER_NODE = 16
 
@@ -219,7 +222,7 @@ def iops_unit(
         fidelity="flow",  # buffered writes
     )
     system.run_phase(gen)
-    age(system, phase.aging_bytes, 8, n_gen, AGING_RANKS_PER_NODE)
+    age(system, phase.aging_bytes, AGING_PASSES, n_gen, AGING_RANKS_PER_NODE)
     rows: Rows = []
     common = {
         "stonewall": f"{phase.stonewall} s",
@@ -291,7 +294,7 @@ def size_unit(
     )
     system.run_phase(gen)
     if aged:
-        age(system, SIZE_SWEEP_AGING_B, 8, n, AGING_RANKS_PER_NODE)
+        age(system, SIZE_SWEEP_AGING_B, AGING_PASSES, n, AGING_RANKS_PER_NODE)
     scm, qlc = 0.0, 0.0
     for r in range(n * p):
         s_, q_ = system.tier.location(system.object_name(ds, r))
