@@ -32,6 +32,8 @@ second = [time] = s = sec
 minute = 60 * second = min
 hour = 60 * minute = h
 day = 24 * hour
+week = 7 * day
+year = 365 * day = yr
 byte = [information] = B
 bit = byte / 8 = b
 operation = [operations] = op = ops = IO = IOs

@@ -299,6 +299,13 @@ BOUND_CASES = [
         "vast-on-perlmutter.toml",
         id="vast-on-perlmutter",
     ),
+    pytest.param(
+        "scenarios/vast/naive-vs-aged.toml",
+        {"system": '"../../models/systems/vast-perlmutter-size.toml"'},
+        "system",
+        "vast-perlmutter-size.toml",
+        id="vast-perlmutter-size",
+    ),
 ]
 
 

@@ -465,27 +465,6 @@ def test_python_api_refuses_huge_integers_in_one_line() -> None:
         assert "key 'nodes'" in text and digits in text and len(text) < 200, text
 
 
-def test_overprovisioning_warns_until_aging_is_modelled(tmp_path: Path) -> None:
-    drive = (ROOT / "models/drives/samsung-pm1733-15.36TB.toml").read_text()
-    assert "overprovisioning = 0.07" in drive
-    (tmp_path / "drive.toml").write_text(
-        drive.replace("overprovisioning = 0.07", "overprovisioning = 0.28")
-    )
-    model = (ROOT / "models/systems/perlmutter.toml").read_text()
-    model = model.replace("../drives/samsung-pm1733-15.36TB.toml", "drive.toml")
-    (tmp_path / "model.toml").write_text(model)
-    result = cli("describe", str(tmp_path / "model.toml"))
-    assert result.exit_code == 0, result.output
-    lines = [line for line in result.stderr.splitlines() if "overprovisioning" in line]
-    # oss and mds use the drive: one warning each, each printed once.
-    assert lines == [
-        "warning: oss.drive.overprovisioning = 0.28 is not modelled yet (SSD aging is future "
-        "work); it changes no result",
-        "warning: mds.drive.overprovisioning = 0.28 is not modelled yet (SSD aging is future "
-        "work); it changes no result",
-    ], result.stderr
-
-
 def test_wide_stripes_are_not_refused_as_ranks_times_stripes(tmp_path: Path) -> None:
     """200,000 ranks on 274-wide stripes: stripe sets are stored once, so the run fits."""
     path = tmp_path / "wide.toml"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import simpy
@@ -29,11 +29,15 @@ import simpy
 from flashsim.components.drive import Drive
 from flashsim.components.pcie import PcieLink
 from flashsim.components.raid import DriveOp, RaidSpec
+from flashsim.components.rebuild import DegradedState, RebuildTraffic
 from flashsim.components.ssd import SsdState
 from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
 from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
+
+if TYPE_CHECKING:
+    from flashsim.components.drive_aging import DriveAging
 
 OpKind = Literal["read", "write"]
 
@@ -51,6 +55,17 @@ class DriveStage:
     size_B: float
     count: float
     spread: bool
+    #: Degraded array (components.rebuild): probability an operation's chunk is lost, and
+    #: the drive operations that replace a lost one (k reads to reconstruct, 0 skipped writes).
+    lost: float = 0.0
+    replace: int = 1
+
+    @property
+    def mean_count(self) -> float:
+        """Expected drive operations: ``count`` with lost chunks replaced."""
+        if self.lost == 0.0:
+            return self.count
+        return self.count * (1.0 - self.lost + self.lost * self.replace)
 
 
 @dataclass(frozen=True)
@@ -98,6 +113,28 @@ class RaidTarget:
     picks: list[int] = field(default_factory=list)
     rng: np.random.Generator | None = None
     variability: SampleBuffer | None = None
+    degraded: DegradedState | None = None
+    aging: DriveAging | None = None
+    drive_speed: dict[str, list[float]] = field(default_factory=dict)
+
+    def speed(self, op: str, i: int) -> float:
+        """Factor (median 1) on drive ``i``'s ``op`` data rate (components.variability)."""
+        speeds = self.drive_speed.get(op)
+        return speeds[i] if speeds else 1.0
+
+    def write_time_scale(self) -> float:
+        """Factor on the drives' host write transfer times from garbage collection (1 if fresh)."""
+        return 1.0 if self.aging is None else self.aging.write_time_scale()
+
+    def stage_xfer_s(self, stage: DriveStage, per: float, eff: float) -> float:
+        """Data-path time (s) of ``per`` drive operations of ``stage`` on one drive.
+
+        ``eff``, the stack efficiency of the user operation, paces the transfer
+        (the reads of a read-modify-write belong to a write), and an aged
+        drive's writes wait for garbage collection's copies.
+        """
+        xfer = per * self.drive.xfer_s(stage.op, stage.size_B) / eff
+        return xfer * self.write_time_scale() if stage.op == "write" else xfer
 
     # ............................................................... cost
     def cost(self, op: OpKind, size_B: float, sequential: bool) -> TargetCost:
@@ -124,16 +161,19 @@ class RaidTarget:
             if small:
                 raid_s = self.sub_stripe_write_s
             stages = [DriveStage(o.op, o.size_B, o.count, not small) for o in ops]
-        cmd = sum(s.count * drive.cmd_s(s.op, s.size_B) for s in stages)
-        xfer = sum(s.count * drive.xfer_s(s.op, s.size_B) / eff for s in stages)
-        up = sum(s.count * s.size_B for s in stages if s.op == "read")
-        down = sum(s.count * s.size_B for s in stages if s.op == "write")
+        live = self.n_drives
+        if self.degraded is not None:
+            stages, raid_s, live = self._degrade(stages, raid_s)
+        cmd = sum(s.mean_count * drive.cmd_s(s.op, s.size_B) for s in stages)
+        xfer = sum(self.stage_xfer_s(s, s.mean_count, eff) for s in stages)
+        up = sum(s.mean_count * s.size_B for s in stages if s.op == "read")
+        down = sum(s.mean_count * s.size_B for s in stages if s.op == "write")
         busy = 0.0
         delay = 0.0
         for s in stages:
-            per_visit = s.count / self.n_drives if s.spread else 1.0
+            per_visit = s.mean_count / live if s.spread else 1.0
             c = per_visit * drive.cmd_s(s.op, s.size_B)
-            x = per_visit * drive.xfer_s(s.op, s.size_B) / eff
+            x = self.stage_xfer_s(s, per_visit, eff)
             busy += max(c, x)
             delay += drive.delay_s(s.op, s.size_B) + per_visit * s.size_B / self.link_Bps
         return TargetCost(
@@ -156,16 +196,102 @@ class RaidTarget:
         path: list[tuple[Resource, float]] = []
         if cost.raid_s > 0 and self.raid is not None:
             path.append((self.raid, share * cost.raid_s))
-        for i in range(n):
+        # A degraded array spreads its work over the survivors (components.rebuild).
+        shares = None if self.degraded is None else self.degraded.shares(cost.op)
+        for i in range(self.n_drives):
+            if shares is not None:
+                if shares[i] == 0.0:
+                    continue
+                n = 1.0 / shares[i]
             if cost.drive_cmd_s > 0:
                 path.append((self.cmd[i], share * cost.drive_cmd_s / n))
             if cost.drive_xfer_s > 0:  # an HDD's transfer is part of its command time
-                path.append((self.xfer[i], share * cost.drive_xfer_s / n))
+                xfer_w = share * cost.drive_xfer_s / n / self.speed(cost.op, i)
+                path.append((self.xfer[i], xfer_w))
             if cost.pcie_up_B > 0 and self.link_up:
                 path.append((self.link_up[i], share * cost.pcie_up_B / cost.size_B / n))
             if cost.pcie_down_B > 0 and self.link_down:
                 path.append((self.link_down[i], share * cost.pcie_down_B / cost.size_B / n))
         return path
+
+    # ............................................................ degraded
+    def _degrade(
+        self, stages: list[DriveStage], raid_s: float
+    ) -> tuple[list[DriveStage], float, int]:
+        """Stages of a degraded array: lost chunks reconstructed or skipped, decode time added.
+
+        Returns the stages, the RAID-engine time and the drives still serving.
+        """
+        state = self.degraded
+        assert state is not None
+        out = []
+        for s in stages:
+            lost, replace = state.stage_loss(s.op, s.spread)
+            out.append(DriveStage(s.op, s.size_B, s.count, s.spread, lost, replace))
+            raid_s += state.decode_s(s.op, s.size_B, s.count)
+        return out, raid_s, len(state.survivors)
+
+    def _degraded_visits(self, stage: DriveStage) -> list[tuple[int, float]]:
+        """Request fidelity: (drive, operations) of one stage on a degraded array.
+
+        A spread stage puts its expected operations on the survivors by their
+        shares; a small one picks its drives, and each pick on a lost chunk is
+        replaced by the survivors that reconstruct it (drawn distinct where they can be).
+        """
+        state = self.degraded
+        assert state is not None and self.rng is not None
+        if stage.spread:
+            shares = state.shares(stage.op)
+            return [(d, stage.mean_count * float(w)) for d, w in enumerate(shares) if w > 0]
+        picked = self.pick(min(round(stage.count), self.n_drives))
+        failed = set(state.failed)
+        chosen = [d for d in picked if d not in failed]
+        for d in picked:
+            if d not in failed:
+                continue
+            if self.rng.random() < state.rebuilt_fraction:
+                serve = [-1]  # already rebuilt: one operation where the rebuild put it
+            else:
+                serve = state.replacement(d, stage.op, stage.spread)
+            for r in serve:
+                if r < 0:
+                    free = [s for s in state.survivors if s not in chosen] or state.survivors
+                    r = int(free[int(self.rng.integers(len(free)))])
+                chosen.append(r)
+        return [(d, 1.0) for d in chosen]
+
+    def rebuild_path(self, traffic: RebuildTraffic) -> tuple[list[tuple[Resource, float]], float]:
+        """Flow path of a rebuild (weights per rebuilt byte, ``op_size_B = chunk``) and its
+        rate (bytes/s) on otherwise idle drives.
+
+        Each drive's command and data stages carry the busy time of the chunk
+        reads and writes one rebuilt chunk costs there, its PCIe links the
+        bytes; the rebuild runs below the file system, so no stack efficiency applies.
+        """
+        chunk = float(self.raid_spec.chunk)
+        drive = self.drive
+        path: list[tuple[Resource, float]] = []
+        need = 0.0  # the busiest constraint's capacity-seconds per rebuilt byte
+        for i in range(self.n_drives):
+            r = float(traffic.read_per_B[i])
+            w = float(traffic.write_per_B[i])
+            if r == 0.0 and w == 0.0:
+                continue
+            cmd = r * drive.cmd_s("read", chunk) + w * drive.cmd_s("write", chunk)
+            xfer = r * drive.xfer_s("read", chunk) / self.speed("read", i)
+            xfer += (
+                w * drive.xfer_s("write", chunk) * self.write_time_scale() / self.speed("write", i)
+            )
+            path.append((self.cmd[i], cmd))
+            need = max(need, cmd / chunk / drive.servers)
+            if xfer > 0:
+                path.append((self.xfer[i], xfer))
+                need = max(need, xfer / chunk)
+            for links, per_B in ((self.link_up, r), (self.link_down, w)):
+                if links and per_B > 0:
+                    path.append((links[i], per_B))
+                    need = max(need, per_B / self.link_Bps)
+        return path, 1.0 / need
 
     # ............................................................ request
     def pick(self, count: int) -> list[int]:
@@ -192,6 +318,9 @@ class RaidTarget:
         drive = self.drive
         eff = self.stack_eff[cost.op]
         for stage in cost.stages:
+            if self.degraded is not None:
+                yield from self._visit_degraded(env, stage, cost.op, eff)
+                continue
             if stage.spread:
                 per = stage.count / self.n_drives
                 drives = list(range(self.n_drives))
@@ -199,14 +328,17 @@ class RaidTarget:
                 per = 1.0
                 drives = self.pick(min(round(stage.count), self.n_drives))
             cmd_s = per * drive.cmd_s(stage.op, stage.size_B)
-            xfer_s = per * drive.xfer_s(stage.op, stage.size_B) / eff
+            xfer_s = self.stage_xfer_s(stage, per, eff)
             events: list[simpy.Event] = []
             for d in drives:
                 factor = self.variability.next() if self.variability is not None else 1.0
                 events.append(self.q_cmd[d].visit(cmd_s * factor))
-                events.append(self.q_xfer[d].visit(xfer_s))
+                events.append(self.q_xfer[d].visit(xfer_s / self.speed(cost.op, d)))
                 if stage.op == "write":
                     self.states[d].record_write(per * stage.size_B)
+            if stage.op == "write" and self.aging is not None:
+                # The representative drive takes the array's mean share.
+                self.aging.record(per * stage.size_B * len(drives) / self.n_drives)
             if len(events) == 2:
                 # Both visits start now; wait for the later one.
                 yield events[0]
@@ -215,15 +347,40 @@ class RaidTarget:
             else:
                 yield env.all_of(events)
 
+    def _visit_degraded(
+        self, env: simpy.Environment, stage: DriveStage, op: OpKind, eff: float
+    ) -> Generator[simpy.Event, Any, None]:
+        """Request fidelity: one stage on a degraded array (:meth:`_degraded_visits`)."""
+        drive = self.drive
+        events: list[simpy.Event] = []
+        written = 0.0
+        for d, per in self._degraded_visits(stage):
+            factor = self.variability.next() if self.variability is not None else 1.0
+            events.append(self.q_cmd[d].visit(per * drive.cmd_s(stage.op, stage.size_B) * factor))
+            events.append(
+                self.q_xfer[d].visit(self.stage_xfer_s(stage, per, eff) / self.speed(op, d))
+            )
+            if stage.op == "write":
+                self.states[d].record_write(per * stage.size_B)
+                written += per * stage.size_B
+        if written and self.aging is not None:
+            self.aging.record(written / self.n_drives)
+        if events:
+            yield env.all_of(events)
+
     def account_flow_writes(self, flows_bytes: list[float]) -> None:
         """Add the bytes flows wrote to each drive since the last call to its wear state.
 
         ``flows_bytes[i]`` is the cumulative byte count of drive ``i``'s PCIe
         down-link (request fidelity records each write as it happens).
         """
+        added = 0.0
         for state, total in zip(self.states, flows_bytes, strict=False):
+            added += total - state.flow_bytes_B
             state.record_write(total - state.flow_bytes_B)
             state.flow_bytes_B = total
+        if self.aging is not None and self.states:
+            self.aging.record(added / len(self.states))
 
 
 def build_target(

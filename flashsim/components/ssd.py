@@ -26,7 +26,15 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, OpRate, StrictModel, UnitFraction
+from flashsim.config import (
+    Bandwidth,
+    Bytes,
+    NonNegativeSeconds,
+    OpRate,
+    Seconds,
+    StrictModel,
+    UnitFraction,
+)
 
 OpKind = Literal["read", "write"]
 
@@ -50,7 +58,18 @@ class SsdSpec(StrictModel):
     parallelism : int
         Internal units served concurrently (>= 1).
     overprovisioning : float
-        Spare flash as a fraction of user capacity (for the aging model).
+        Spare flash as a fraction of user capacity: the NAND behind the drive is
+        ``capacity * (1 + overprovisioning)`` bytes (for the aging model).
+    flash_write_bandwidth : float or None
+        Bytes/s the NAND can program behind the host link (``None``: the host
+        ``write_bandwidth``).  Garbage collection's extra programs come out of it,
+        so host writes slow only once ``write_amplification > flash / host``.
+    trim_bandwidth : float or None
+        Bytes/s of logical space the drive deallocates when trimmed.
+    endurance_dwpd : float or None
+        Rated drive writes per day over ``warranty`` (datasheet).
+    warranty : float
+        Warranty period (s) of the endurance rating.
     """
 
     kind: Literal["ssd"]
@@ -65,6 +84,20 @@ class SsdSpec(StrictModel):
     write_latency: NonNegativeSeconds = "0 s"
     parallelism: Annotated[int, Field(ge=1)] = 32
     overprovisioning: UnitFraction = 0.07
+    flash_write_bandwidth: Bandwidth | None = Field(
+        None,
+        description=(
+            "NAND program bandwidth behind the host link (default: `write_bandwidth`); "
+            "garbage collection's copies come out of it."
+        ),
+    )
+    trim_bandwidth: Bandwidth | None = Field(
+        None, description="Logical bytes/s the drive deallocates when trimmed (TRIM/deallocate)."
+    )
+    endurance_dwpd: Annotated[float, Field(gt=0.0)] | None = Field(
+        None, description="Rated drive writes per day over `warranty` (datasheet)."
+    )
+    warranty: Seconds = Field("5 years", description="Warranty period of the endurance rating.")
     service_cv: Annotated[float, Field(ge=0.0)] = Field(
         0.0,
         description=(
@@ -98,6 +131,18 @@ class SsdSpec(StrictModel):
         """Latency (s) holding nothing that tops the zero-load latency up to the datasheet's."""
         latency = self.read_latency if op == "read" else self.write_latency
         return float(max(0.0, latency - self.cmd_s(op, size_B) - self.xfer_s(op, size_B)))
+
+    @property
+    def raw_capacity_B(self) -> float:
+        """Bytes of NAND behind the user capacity (``capacity * (1 + overprovisioning)``)."""
+        return float(self.capacity) * (1.0 + self.overprovisioning)
+
+    @property
+    def flash_write_Bps(self) -> float:
+        """NAND program bandwidth (bytes/s) behind the host link."""
+        if self.flash_write_bandwidth is None:
+            return float(self.write_bandwidth)
+        return float(self.flash_write_bandwidth)
 
     def random_iops_ceiling(self, op: OpKind, size_B: float) -> float:
         """Saturated operations/s for ``size_B``-byte operations: ``min(iops, bw / size)``."""

@@ -29,6 +29,13 @@ def format_run_text(result: RunResult) -> str:
             f"{_num(p.bandwidth_Bps / MIB, '.1f'):>11} {_num(p.iops, '.1f'):>12} "
             f"{_num(p.sim_time_s, '.3f'):>9} {ci:>7} {p.fidelity or '-':<12}"
         )
+    summaries = [
+        f"{p.name:<24} {line}" if i == 0 else f"{'':<24} {line}"
+        for p in result.phases
+        for i, line in enumerate(p.extra.findings())
+    ]
+    if summaries:
+        lines.extend(["", "findings:", *summaries])
     limits = format_bottlenecks(result)
     if limits:
         lines.extend(["", limits])

@@ -41,6 +41,14 @@ class PhaseDetails:
     was not measured and is left out of :meth:`to_dict` (so of ``--json``).
     """
 
+    def findings(self) -> list[str]:
+        """Lines for the text report: the phase's headline findings, units included.
+
+        Empty by default; a kind of phase whose bandwidth column does not tell
+        its story (a study over time, a distribution) lists what does.
+        """
+        return []
+
     def to_dict(self) -> dict[str, Any]:
         """The ``extra`` object of ``--json``: every measured field, by name, in field order."""
         return {

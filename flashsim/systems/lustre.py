@@ -18,8 +18,17 @@ from typing import Any
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.systems.base import Description, Fidelity, SystemKind
+from flashsim.systems.lustre_aging import OstAgingPhase, run_ost_aging
 from flashsim.systems.lustre_checks import check_model, check_phase
 from flashsim.systems.lustre_describe import describe_model
+from flashsim.systems.lustre_fleet import (
+    IorStragglersPhase,
+    ObdfilterFleetPhase,
+    StripeRiskPhase,
+    run_ior_stragglers,
+    run_obdfilter_fleet,
+    run_stripe_risk,
+)
 from flashsim.systems.lustre_ior import MAX_REQUEST_CONCURRENCY, LustreIor
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_phases import (
@@ -29,6 +38,15 @@ from flashsim.systems.lustre_phases import (
     run_lnet,
     run_lnet_survey,
     run_obdfilter,
+)
+from flashsim.systems.lustre_production import ProductionAgingPhase, run_production_aging
+from flashsim.systems.lustre_rebuild import (
+    DataLossPhase,
+    DegradedSurveyPhase,
+    RebuildPhase,
+    run_data_loss,
+    run_degraded_survey,
+    run_rebuild,
 )
 from flashsim.workloads.ior import IorPhase, IorRunner, IorTarget, IorTargetDefaults
 
@@ -62,6 +80,22 @@ class Lustre(LustreIor, IorTargetDefaults):
             result = run_lnet(self, phase)
         elif isinstance(phase, LnetSurveyPhase):
             result = run_lnet_survey(self, phase)
+        elif isinstance(phase, ObdfilterFleetPhase):
+            result = run_obdfilter_fleet(self, phase)
+        elif isinstance(phase, StripeRiskPhase):
+            result = run_stripe_risk(self, phase)
+        elif isinstance(phase, IorStragglersPhase):
+            result = run_ior_stragglers(self, self.ior, phase)
+        elif isinstance(phase, OstAgingPhase):
+            result = run_ost_aging(self, phase, phase.fidelity or self.fidelity)
+        elif isinstance(phase, ProductionAgingPhase):
+            result = run_production_aging(self, phase)
+        elif isinstance(phase, RebuildPhase):
+            result = run_rebuild(self, phase)
+        elif isinstance(phase, DegradedSurveyPhase):
+            result = run_degraded_survey(self, phase)
+        elif isinstance(phase, DataLossPhase):
+            result = run_data_loss(self, phase)
         else:
             raise TypeError(f"unsupported phase {phase!r}")
         self.account_wear()
@@ -75,7 +109,19 @@ class LustreKind(SystemKind):
     model_type = LustreModel
     built_type = Lustre
     implements = (IorTarget,)
-    own_phases = (ObdfilterPhase, LnetSelftestPhase, LnetSurveyPhase)
+    own_phases = (
+        ObdfilterPhase,
+        LnetSelftestPhase,
+        LnetSurveyPhase,
+        ObdfilterFleetPhase,
+        StripeRiskPhase,
+        IorStragglersPhase,
+        OstAgingPhase,
+        ProductionAgingPhase,
+        RebuildPhase,
+        DegradedSurveyPhase,
+        DataLossPhase,
+    )
 
     def check(self, model: LustreModel) -> None:
         """Cross-field checks; raise ``ValueError("dotted.key: message")``."""

@@ -15,7 +15,9 @@ from flashsim.components.ssd import SsdSpec
 from flashsim.config import warn
 from flashsim.systems.base import check_size
 from flashsim.systems.lustre_fabric import client_slots, role_groups
+from flashsim.systems.lustre_fleet import FLEET_WORKLOADS, check_fleet_phase
 from flashsim.systems.lustre_model import LustreModel
+from flashsim.systems.lustre_rebuild import REBUILD_WORKLOADS, check_rebuild_phase
 from flashsim.workloads.ior import IorPhase
 
 
@@ -51,13 +53,6 @@ def check_model(model: LustreModel) -> None:
                 f"the PCIe drive_link of an NVMe model (remove {role}.drive_link or choose an "
                 "NVMe drive file)"
             )
-        if isinstance(spec.drive, SsdSpec):
-            default_op = SsdSpec.model_fields["overprovisioning"].default
-            if spec.drive.overprovisioning != default_op:
-                warn(
-                    f"{role}.drive.overprovisioning = {spec.drive.overprovisioning:g} is not "
-                    "modelled yet (SSD aging is future work); it changes no result"
-                )
         if spec.read_cache:
             raise ValueError(
                 f"{role}.read_cache: a server DRAM read cache is not modelled yet "
@@ -139,7 +134,11 @@ def check_phase(model: LustreModel, phase: Any) -> None:
     """
     n_osts = model.oss.count * model.oss.targets_per_server
     workload = getattr(phase, "workload", "")
-    if workload == "obdfilter-survey":
+    if workload in FLEET_WORKLOADS:
+        check_fleet_phase(n_osts, phase)
+    elif workload in ("ost-aging", "production-aging"):
+        check_aging_phase(model, n_osts, phase)
+    elif workload == "obdfilter-survey":
         if phase.ost >= n_osts:
             raise ValueError(
                 f"ost: OST {phase.ost} does not exist; the system has {n_osts} (0..{n_osts - 1})"
@@ -185,6 +184,8 @@ def check_phase(model: LustreModel, phase: Any) -> None:
         if count < 2:
             raise ValueError("sources: an LNet survey needs at least two OSSes")
         check_size("sinks", count, 1, f"testing the {count:,} OSSes in turn")
+    elif workload in REBUILD_WORKLOADS:
+        check_rebuild_phase(n_osts, model.oss.drives_per_target, phase)
     elif isinstance(phase, IorPhase):
         slots = client_slots(model)
         if phase.nodes > slots:
@@ -236,3 +237,20 @@ def check_phase(model: LustreModel, phase: Any) -> None:
                 f"phase {phase.name!r}: drop_caches = false is not modelled: Lustre client "
                 "caches never hold data a later read can hit, so reads always go to the OSTs"
             )
+
+
+def check_aging_phase(model: LustreModel, n_osts: int, phase: Any) -> None:
+    """An aging phase needs SSDs with an ``[oss.aging]`` table and OSTs that exist."""
+    if model.oss.aging is None:
+        raise ValueError(
+            "workload: the model has no [oss.aging] table (how the file system's writes reach "
+            "each drive's FTL); add one with units_per_block and spread to age its OSTs"
+        )
+    if not isinstance(model.oss.drive, SsdSpec):
+        raise ValueError(f"workload: {model.oss.drive.name} is not an SSD; only SSDs age here")
+    if phase.workload == "ost-aging" and phase.ost >= n_osts:
+        raise ValueError(
+            f"ost: OST {phase.ost} does not exist; the system has {n_osts} (0..{n_osts - 1})"
+        )
+    if phase.workload == "production-aging" and phase.osts is not None and phase.osts > n_osts:
+        raise ValueError(f"osts: {phase.osts} OSTs asked for; the system has {n_osts}")

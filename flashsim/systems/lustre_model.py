@@ -7,10 +7,12 @@ relative to the system file.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
+from flashsim.components.aging_spec import AgingSpec
 from flashsim.components.cpu import CpuSpec
 from flashsim.components.drive import DriveField
 from flashsim.components.fabric import FabricSpec
@@ -19,6 +21,8 @@ from flashsim.components.nic import NicSpec
 from flashsim.components.pcie import PcieLink
 from flashsim.components.placement import PlacementSpec
 from flashsim.components.raid import RaidSpec
+from flashsim.components.rebuild import RebuildPolicy
+from flashsim.components.variability import VariabilitySpec, spread_shorthand
 from flashsim.config import (
     NonNegativeSeconds,
     StrictModel,
@@ -77,9 +81,11 @@ class ServerSpec(StrictModel):
     stack_read_efficiency, stack_write_efficiency : float
         Fraction of the drives' (post-parity) bandwidth the target's software
         stack (ldiskfs + RAID) delivers to streaming I/O.
-    efficiency_spread : float
-        Relative standard deviation of a per-server factor on both stack
-        efficiencies, drawn from the server's seeded stream (median 1).
+    variability : VariabilitySpec
+        Per-component factors (median 1) on the target, drive and NIC
+        efficiencies (:mod:`flashsim.components.variability`).  The former
+        ``efficiency_spread = s`` is read as enabled ``target_write`` and
+        ``target_read`` normal spreads of relative standard deviation ``s``.
     """
 
     count: Annotated[int, Field(ge=0)]
@@ -97,7 +103,35 @@ class ServerSpec(StrictModel):
     raid_threads: Annotated[int, Field(ge=1)] = 1
     stack_read_efficiency: UnitFraction = 1.0
     stack_write_efficiency: UnitFraction = 1.0
-    efficiency_spread: Annotated[float, Field(ge=0.0, le=0.5)] = 0.0
+    variability: VariabilitySpec = Field(
+        default_factory=lambda: VariabilitySpec.model_validate({}),
+        description=(
+            "Per-component performance factors (median 1) on target, drive and NIC "
+            "efficiencies; `efficiency_spread = s` is shorthand for normal target spreads."
+        ),
+    )
+    rebuild: RebuildPolicy = Field(
+        default_factory=lambda: RebuildPolicy.model_validate({}),
+        description=(
+            "How a target rebuilds a failed drive against its foreground I/O "
+            "(components.rebuild): guaranteed priority share, idle share, rate cap, decode rate."
+        ),
+    )
+    aging: AgingSpec | None = Field(
+        None,
+        description=(
+            "How the target's file system writes reach each drive's FTL (SSD aging: "
+            "garbage collection, TRIM); `None` keeps drives fresh."
+        ),
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _efficiency_spread(cls, data: Any) -> Any:
+        """Read the former ``efficiency_spread = s`` as normal target spreads of ``s``."""
+        if isinstance(data, Mapping) and "efficiency_spread" in data:
+            return spread_shorthand(dict(data), "efficiency_spread")
+        return data
 
     def target_peak_Bps(self, op: Literal["read", "write"]) -> float:
         """Datasheet bandwidth (bytes/s) of one target's drives, after parity for writes.

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-import numpy as np
 import simpy
 
 from flashsim.components.nic import Direction, NicPorts, NicSpec
 from flashsim.components.raid_target import RaidTarget, TargetCost, build_target
+from flashsim.components.variability import component_factor
 from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
@@ -81,41 +81,60 @@ def data_directions(op: OpKind) -> tuple[Direction, Direction]:
 def build_server(sim: Simulation, name: str, index: int, spec: ServerSpec) -> ServerNode:
     """OSS ``index`` named ``name``: NIC ports, CPU, and its targets' RAID engines and drives.
 
-    Each server draws a factor on its stack efficiency from
-    ``{name}.variability`` (the per-OSS spread of Fig. 4 of seed 000): normal
-    around the calibrated median, clipped so no server beats its drives'
-    datasheet rate.
+    Each server, target and drive draws its factors (median 1) from its own
+    seeded streams (:func:`~flashsim.components.variability.component_factor`,
+    ``spec.variability``; the spreads of seed 000 Figs 4 and 5), so both
+    fidelities see the same fleet.
     """
     flows = sim.flows
     env = sim.env
-    nic = NicPorts(sim, name, spec.nic)
+    nic = NicPorts(sim, name, server_nic(sim, name, spec))
     cpu = flows.add_resource(f"{name}.cpu", capacity_ops=float(spec.cpu.cores))
     q_cpu = FifoQueue(env, f"{name}.cpu", spec.cpu.cores)
-    rng = sim.rng(f"{name}.variability")
-    factor = 1.0
-    if spec.efficiency_spread > 0:
-        top = 1.0 / max(spec.stack_read_efficiency, spec.stack_write_efficiency)
-        factor = float(np.clip(1.0 + spec.efficiency_spread * rng.normal(), 0.5, top))
-    osts = [_build_ost(sim, f"{name}.ost{t}", spec, factor) for t in range(spec.targets_per_server)]
+    osts = [_build_ost(sim, f"{name}.ost{t}", spec) for t in range(spec.targets_per_server)]
     return ServerNode(name=name, index=index, spec=spec, nic=nic, cpu=cpu, q_cpu=q_cpu, osts=osts)
 
 
-def _build_ost(sim: Simulation, name: str, spec: ServerSpec, factor: float) -> OstNode:
-    """One target of ``spec``: its drives behind a RAID engine (a :class:`RaidTarget`)."""
-    return build_target(
+def server_nic(sim: Simulation, name: str, spec: ServerSpec) -> NicSpec:
+    """Server ``name``'s adapters, with its drawn ingress/egress efficiency factors."""
+    nic = spec.nic
+    update = {
+        f"{d}_efficiency": nic.efficiency(d)
+        * component_factor(sim, name, spec.variability, f"nic_{d}", 1.0 / nic.efficiency(d))
+        for d in ("ingress", "egress")
+    }
+    return nic.model_copy(update=update)
+
+
+def _build_ost(sim: Simulation, name: str, spec: ServerSpec) -> OstNode:
+    """One target of ``spec``: its drives behind a RAID engine (a :class:`RaidTarget`).
+
+    The target's stack efficiencies carry its drawn factors (clipped so no target
+    beats its drives' datasheet rate) and each drive its data-rate factors.
+    """
+    var = spec.variability
+    eff = {
+        op: e * component_factor(sim, name, var, f"target_{op}", 1.0 / e)
+        for op, e in (("read", spec.stack_read_efficiency), ("write", spec.stack_write_efficiency))
+    }
+    target = build_target(
         sim,
         name,
         spec.drive,
         spec.drives_per_target,
         spec.raid,
         spec.raid_threads,
-        {
-            "read": spec.stack_read_efficiency * factor,
-            "write": spec.stack_write_efficiency * factor,
-        },
+        eff,
         sub_stripe_write_s=spec.sub_stripe_write_cost,
         drive_link=spec.drive_link,
     )
+    for op in ("read", "write"):
+        if var.spread(f"drive_{op}") is not None:
+            target.drive_speed[op] = [
+                component_factor(sim, f"{name}.drive{i}", var, f"drive_{op}")
+                for i in range(spec.drives_per_target)
+            ]
+    return target
 
 
 def build_client(sim: Simulation, name: str, nic_spec: NicSpec) -> ClientNode:

@@ -6,6 +6,7 @@ The kind is split by job:
 * :mod:`flashsim.systems.vast_phases` -- the phases the kind accepts (IOR with
   data entropy, and the PDSW'21 studies: ``vast-grid``, ``vast-iops-grid``,
   ``vast-size-sweep``);
+* :mod:`flashsim.systems.vast_endurance` -- drive wear (``vast-endurance``, issue 9);
 * :mod:`flashsim.systems.vast_topology` -- the components and the flow paths
   between them (see there for the path of each operation);
 * :mod:`flashsim.systems.vast_network` -- the NVMe fabric and the optional
@@ -28,6 +29,7 @@ from flashsim.components.fabric_spec import FabricSpec
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Description, Fidelity, SystemKind
 from flashsim.systems.vast_describe import check_model, check_phase, describe_model
+from flashsim.systems.vast_endurance import VastEndurancePhase
 from flashsim.systems.vast_model import (
     CNodeSpec,
     DNodeSpec,
@@ -52,6 +54,7 @@ __all__ = [
     "FabricSpec",
     "TurnoverSpec",
     "VastClientSpec",
+    "VastEndurancePhase",
     "VastGridPhase",
     "VastIopsGridPhase",
     "VastIorPhase",
@@ -69,7 +72,13 @@ class VastKind(SystemKind):
     model_type = VastModel
     built_type = VastSystem
     implements = (IorTarget,)
-    own_phases = (VastIorPhase, VastGridPhase, VastIopsGridPhase, VastSizeSweepPhase)
+    own_phases = (
+        VastIorPhase,
+        VastGridPhase,
+        VastIopsGridPhase,
+        VastSizeSweepPhase,
+        VastEndurancePhase,
+    )
 
     def build(self, model: VastModel, sim: Simulation, fidelity: Fidelity) -> BuiltSystem:
         """A :class:`VastSystem` that runs study phases with :func:`run_study_phase`.

@@ -139,9 +139,14 @@ class VastRequests(VastTopology):
         scale: float,
         rng: np.random.Generator,
     ) -> Generator[simpy.Event, Any, None]:
-        """One SCM replica of a write: across the NVMe fabric, then into its drive."""
+        """One SCM replica of a write: across the NVMe fabric, into its drive, counted as wear."""
         yield from self.net.cross(self.net.back, cnode, dnode, size_B, rng)
         yield from self._visit(drive, self.scm_spec, "write", size_B, scale)
+        queues = self._drive_queues()["scm"]
+        if len(self._scm_of_queue) != len(queues):
+            self._scm_of_queue = {id(q): i for i, q in enumerate(queues)}
+        self.scm_state[self._scm_of_queue[id(drive)]].record_write(size_B)
+        self.scm_request_user_B += size_B / self.model.tier.scm_copies
 
     def _read_picks(self, obj: str) -> tuple[float, FloatArray | None]:
         """Fraction of ``obj`` in SCM and the cumulative QLC-drive weights of its reads.

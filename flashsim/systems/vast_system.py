@@ -19,6 +19,7 @@ from flashsim.engine.flows import Flow
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.systems.base import Fidelity
+from flashsim.systems.vast_endurance import VastEndurancePhase, run_endurance
 from flashsim.systems.vast_model import VastModel
 from flashsim.systems.vast_phases import (
     VastGridPhase,
@@ -279,6 +280,8 @@ class VastSystem(VastRequests):
         ValueError
             For a study phase when the system was built without ``studies``.
         """
+        if isinstance(phase, VastEndurancePhase):
+            return run_endurance(self, phase)
         if isinstance(phase, VastGridPhase | VastIopsGridPhase | VastSizeSweepPhase):
             if self.studies is None:
                 raise ValueError(

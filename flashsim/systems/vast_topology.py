@@ -51,7 +51,7 @@ import numpy as np
 
 from flashsim.components.fluid import DrainPath, FluidBuffer, split_evenly
 from flashsim.components.nfs import NfsClientModel
-from flashsim.components.ssd import SsdSpec
+from flashsim.components.ssd import SsdSpec, SsdState
 from flashsim.components.tier import ScmQlcTier
 from flashsim.engine.flows import Resource
 from flashsim.engine.maxmin import FloatArray
@@ -127,6 +127,13 @@ class VastTopology(BuiltSystem):
                     )
                 )
                 self.qlc_dnode.append(d)
+        # Wear (issue 9): one state per drive; request fidelity counts SCM replicas as they
+        # land, flashsim.systems.vast_endurance.sync_wear adds the flow counters and migration.
+        self.scm_state = [SsdState(float(self.scm_spec.capacity)) for _ in self.scm]
+        self.qlc_state = [SsdState(float(self.qlc_spec.capacity)) for _ in self.qlc]
+        #: User bytes request fidelity wrote to SCM (each on ``scm_copies`` drives).
+        self.scm_request_user_B = 0.0
+        self._scm_of_queue: dict[int, int] = {}
         self.scm_share = np.bincount(self.scm_dnode, minlength=dn.count) / len(self.scm)
         self.qlc_dnode_idx = np.asarray(self.qlc_dnode)
         self.qlc_share = np.bincount(self.qlc_dnode, minlength=dn.count) / len(self.qlc)

@@ -1,0 +1,127 @@
+"""Aging of the drives of an array: garbage collection's write amplification slows host writes.
+
+A drive's NAND programs ``flash_write_bandwidth`` bytes/s behind a host link
+that passes ``write_bandwidth``; garbage collection copies valid data out of
+the erase blocks it reclaims, so each host byte costs ``WA`` NAND programs.
+A host write then moves at ``min(write_bandwidth, flash_write_bandwidth / WA)``:
+nothing is lost while ``WA`` stays under the headroom ``flash / host``, and the
+loss grows as ``1 - headroom / WA`` beyond it.
+
+The write amplification comes from an FTL model of one representative drive
+of the array (every drive of a declustered array sees the same traffic, a
+``1 / drives`` share of it): the mean-field fluid model in flow fidelity, the
+page-mapped micro-model in request fidelity, behind one interface
+(:mod:`flashsim.components.ftl_api`).  The host traffic a file system sends
+each drive is described by :class:`~flashsim.components.aging_spec.AgingSpec`.
+
+TRIM (``fstrim``) discards the space the file system holds no live data in;
+the drive deallocates it at ``trim_bandwidth`` (logical bytes/s) and garbage
+collection has free space again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from flashsim.components.aging_spec import AgingSpec
+from flashsim.components.ftl_api import AgingModel, fluid_model, micro_model
+from flashsim.components.ssd import SsdSpec
+
+
+@dataclass
+class DriveAging:
+    """The aging state of an array's drives, through one representative drive.
+
+    Attributes
+    ----------
+    drive : SsdSpec
+        Drive datasheet.
+    model : AgingModel
+        FTL model of the representative drive (fluid or micro).
+    logical_B : float
+        Bytes of each drive's logical space the array writes (its distributed
+        spare space is never written and acts as extra over-provisioning).
+    fill : float
+        Fraction of that space holding live data (never deleted, never trimmed).
+    """
+
+    drive: SsdSpec
+    model: AgingModel
+    logical_B: float
+    fill: float = 0.0
+
+    def record(self, host_B: float) -> None:
+        """Account ``host_B`` bytes written to each drive of the array."""
+        if host_B > 0:
+            self.model.write(host_B)
+
+    def write_amplification(self) -> float:
+        """Current write amplification of the representative drive."""
+        return self.model.write_amplification()
+
+    def write_time_scale(self) -> float:
+        """Factor on host write transfer times: ``max(1, WA * host / flash)``."""
+        headroom = self.drive.flash_write_Bps / float(self.drive.write_bandwidth)
+        return max(1.0, self.model.write_amplification() / headroom)
+
+    def dead_B(self) -> float:
+        """Bytes per drive a TRIM deallocates: valid to the drive, dead to the file system."""
+        return max(0.0, (self.model.valid_fraction - self.fill) * self.logical_B)
+
+    def trim(self) -> float:
+        """TRIM every dead byte; returns the bytes per drive deallocated."""
+        dead = self.dead_B()
+        self.model.trim_dead()
+        return dead
+
+
+def build_drive_aging(
+    drive: SsdSpec,
+    spec: AgingSpec,
+    written_fraction: float,
+    fill: float,
+    fidelity: Literal["flow", "request"],
+    rng: np.random.Generator,
+) -> DriveAging:
+    """A fresh representative drive of an array, in the fidelity's FTL model.
+
+    Parameters
+    ----------
+    drive : SsdSpec
+        Drive datasheet (capacity, over-provisioning).
+    spec : AgingSpec
+        The file system's traffic as a drive sees it.
+    written_fraction : float
+        Fraction of each drive's logical space the array writes (the rest is
+        distributed spare).
+    fill : float
+        Fraction of that space holding live data the run never deletes.
+    fidelity : {"flow", "request"}
+        ``flow``: mean-field fluid model; ``request``: scaled page-mapped micro-model.
+    rng : numpy.random.Generator
+        Stream of the micro-model's traffic.
+    """
+    if not 0.0 < written_fraction <= 1.0:
+        raise ValueError(f"written_fraction(={written_fraction}) must be in (0, 1]")
+    logical = float(drive.capacity) * written_fraction
+    op = drive.raw_capacity_B / logical - 1.0
+    args = (logical, op, spec.units_per_block, spec.spread, fill)
+    model: AgingModel
+    if fidelity == "flow":
+        model = fluid_model(
+            *args, spec.gc_policy, allocation=spec.allocation, window_fraction=spec.wa_window
+        )
+    else:
+        model = micro_model(
+            *args,
+            spec.gc_policy,
+            spec.micro_blocks,
+            rng,
+            gc_batch=max(8, spec.micro_blocks // 1024),
+            allocation=spec.allocation,
+            window_fraction=spec.wa_window,
+        )
+    return DriveAging(drive=drive, model=model, logical_B=logical, fill=fill)

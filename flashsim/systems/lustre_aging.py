@@ -1,0 +1,378 @@
+"""SSD aging of Lustre OSTs: write bandwidth against bytes written and deleted, and TRIM.
+
+Seed 000 §V-B (Fig. 8): an OST whose files are written and deleted without
+TRIM loses about 10 % of its write bandwidth once about five OST capacities
+have been written, quickly, and a TRIM of the file system's free space
+restores it in hours.  The ``ost-aging`` phase reproduces that experiment on
+one OST: it writes and deletes in steps, ages the drives' FTL model (a fluid
+model in flow fidelity, the page-mapped micro-model in request fidelity; see
+:mod:`flashsim.components.drive_aging`) and measures the OST's streaming write
+bandwidth after each step the way obdfilter-survey does (threads writing 4 MiB
+records straight to the target), in the phase's fidelity.
+
+The operational study over months of production is
+:mod:`flashsim.systems.lustre_production`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import numpy as np
+import simpy
+from pydantic import Field
+
+from flashsim.components.drive_aging import build_drive_aging
+from flashsim.components.ssd import SsdSpec
+from flashsim.config import Bytes, Seconds, StrictModel
+from flashsim.engine.flows import Flow, Resource
+from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.systems.base import Fidelity
+from flashsim.systems.lustre_core import LustreCore
+from flashsim.systems.lustre_cost import op_cost
+from flashsim.systems.lustre_nodes import OstNode
+
+#: Loss of write bandwidth (fraction) that marks the onset of aging.
+ONSET_LOSS = 0.01
+
+#: Bytes per deallocate command of a TRIM flow (its unit on the drives' time-based data paths).
+TRIM_OP_B = 2.0**20
+
+
+class OstAgingPhase(StrictModel):
+    """Write and delete files on one OST without TRIM, measuring its write bandwidth (Fig. 8).
+
+    Attributes
+    ----------
+    ost : int
+        Target index.
+    written : float
+        OST capacities written (and deleted) over the phase.
+    steps : int
+        Measurements, evenly spaced in bytes written.
+    fill : float or None
+        Fraction of the OST's drives holding cold data that is never deleted
+        (default: the model's ``oss.aging.cold_fraction``).
+    trim_at : float or None
+        OST capacities written after which the file system's free space is
+        trimmed (``fstrim``); ``None``: never.
+    record_size : float
+        Bytes per write of the bandwidth measurement (obdfilter-survey ``rsz``).
+    threads : int
+        Writers of the bandwidth measurement.
+    duration : float
+        Simulated length (s) of each request-fidelity measurement.
+    fidelity : {"flow", "request"} or None
+        Override the scenario's fidelity: ``flow`` ages a fluid FTL model and
+        measures with flows, ``request`` a page-mapped micro-model and queues.
+    """
+
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
+    workload: Literal["ost-aging"]
+    ost: Annotated[int, Field(ge=0)] = Field(0, description="Target index.")
+    written: Annotated[float, Field(gt=0.0, le=1000.0)] = Field(
+        description="OST capacities written and deleted over the phase."
+    )
+    steps: Annotated[int, Field(ge=2, le=10_000)] = Field(
+        64, description="Bandwidth measurements, evenly spaced in bytes written."
+    )
+    fill: Annotated[float, Field(ge=0.0, lt=1.0)] | None = Field(
+        None,
+        description=(
+            "Fraction of the drives holding cold data never deleted "
+            "(default: the model's `oss.aging.cold_fraction`)."
+        ),
+    )
+    trim_at: Annotated[float, Field(gt=0.0)] | None = Field(
+        None,
+        description="OST capacities written after which free space is trimmed (none: never).",
+    )
+    record_size: Bytes = Field("4 MiB", description="Bytes per write of the measurement.")
+    threads: Annotated[int, Field(ge=1)] = Field(
+        64, description="Writers of the bandwidth measurement."
+    )
+    duration: Seconds = Field(
+        "0.2 s", description="Simulated length of each request-fidelity measurement."
+    )
+    fidelity: Fidelity | None = Field(
+        None,
+        description=(
+            "Override the scenario's fidelity (flow: fluid FTL model; request: "
+            "page-mapped micro-model and queues)."
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class OstAgingDetails(PhaseDetails):
+    """``PhaseResult.extra`` of an ``ost-aging`` phase.
+
+    Attributes
+    ----------
+    ost_capacity_B : float
+        User capacity (bytes) of the OST: one "full OST write".
+    written_capacities : list of float
+        OST capacities written at each measurement.
+    relative_write_bw : list of float
+        Write bandwidth over the fresh OST's at each measurement.
+    write_amplification : list of float
+        The representative drive's write amplification at each measurement.
+    loss : float
+        Plateau loss of write bandwidth (fraction): the mean over the last
+        quarter of the measurements before any TRIM.
+    onset_capacities, onset_B : float
+        Capacities (and bytes) written when the loss first reaches
+        :data:`ONSET_LOSS` (linear interpolation; NaN if it never does).
+    transition_capacities : float
+        Capacities written between 10 % and 90 % of the plateau loss (NaN
+        without a loss).
+    trim_duration_s : float or None
+        Time (s) the TRIM took (every drive deallocating its dead space at its
+        ``trim_bandwidth``); ``None`` without TRIM.
+    recovered : float or None
+        Relative write bandwidth right after the TRIM.
+    """
+
+    ost_capacity_B: float
+    written_capacities: list[float]
+    relative_write_bw: list[float]
+    write_amplification: list[float]
+    loss: float
+    onset_capacities: float
+    onset_B: float
+    transition_capacities: float
+    trim_duration_s: float | None = None
+    recovered: float | None = None
+
+    def findings(self) -> list[str]:
+        """Loss, onset, transition and the TRIM, as an architect reads Fig. 8."""
+        tb = self.ost_capacity_B / 1e12
+        lines = [
+            f"aged write bandwidth loss {100 * self.loss:.1f} % "
+            f"(write amplification up to {max(self.write_amplification):.2f})",
+            f"onset after {self.onset_capacities:.2f} OST writes ({self.onset_B / 1e12:.0f} TB; "
+            f"one OST = {tb:.1f} TB), 10-90 % of the loss within "
+            f"{self.transition_capacities:.2f} OST writes",
+        ]
+        if self.trim_duration_s is not None and self.recovered is not None:
+            lines.append(
+                f"TRIM took {self.trim_duration_s / 3600:.1f} h and restored "
+                f"{100 * self.recovered:.1f} % of the fresh write bandwidth"
+            )
+        return lines
+
+
+def ost_capacity_B(system: LustreCore) -> float:
+    """User bytes of one OST: its drives' capacity after parity and distributed spares."""
+    spec = system.model.oss
+    n = spec.drives_per_target
+    return n * float(spec.drive.capacity) * spec.raid.usable_fraction(n)
+
+
+def drive_bytes_per_ost_byte(system: LustreCore) -> float:
+    """Bytes each drive receives per byte written to its OST (parity included, declustered)."""
+    spec = system.model.oss
+    return spec.raid.full_stripe_write_weight() / spec.drives_per_target
+
+
+def age_ost(
+    system: LustreCore, ost: OstNode, fill: float | None, fidelity: Fidelity, label: str
+) -> None:
+    """Give ``ost`` fresh drives with an FTL model in ``fidelity``.
+
+    ``fill`` of the drives' written space holds cold data (``None``: the
+    model's ``oss.aging.cold_fraction``).
+    """
+    spec = system.model.oss
+    if spec.aging is None:
+        raise ValueError(
+            "oss.aging: the model has no drive-aging table; add [oss.aging] (units_per_block, "
+            "spread) to age OSTs"
+        )
+    if fill is None:
+        fill = spec.aging.cold_fraction
+    if not isinstance(spec.drive, SsdSpec):
+        raise ValueError(f"oss.drive: {spec.drive.name} is not an SSD; only SSDs age here")
+    n = spec.drives_per_target
+    written_fraction = (n - spec.raid.spares) / n
+    ost.aging = build_drive_aging(
+        spec.drive,
+        spec.aging,
+        written_fraction,
+        fill,
+        fidelity,
+        system.sim.rng(f"{label}.ftl"),
+    )
+
+
+def write_rates_Bps(
+    system: LustreCore,
+    osts: Sequence[OstNode],
+    record_B: float,
+    trims: dict[int, float] | None = None,
+    trim_cap_Bps: float | None = None,
+) -> tuple[list[float], dict[int, float]]:
+    """Flow fidelity: the streaming write bandwidth of each OST, all measured at once.
+
+    One saturating writer per OST crosses the target's RAID engine, drives and
+    links (obdfilter-survey's path); ``trims`` maps an index into ``osts`` to
+    the bytes per drive it is still deallocating, a TRIM flow that holds each
+    drive's data path ``1 / trim_bandwidth`` s per byte and shares it with the
+    writer, at most ``trim_cap_Bps`` per drive.  Returns the writers' rates and
+    the TRIM flows' rates (bytes per drive per second).
+    """
+    sim = system.sim
+    flows: list[Flow] = []
+    for i, ost in enumerate(osts):
+        cost = op_cost(system.model, ost, "write", record_B, sequential=True)
+        flows.append(
+            sim.flows.start_flow(1e30, ost.path(cost.target), op_size_B=record_B, name=f"w{i}")
+        )
+    trim_flows: dict[int, Flow] = {}
+    for i, remaining in (trims or {}).items():
+        if remaining > 0 and trim_bandwidth_Bps(osts[i]) < math.inf:
+            trim_flows[i] = sim.flows.start_flow(
+                1e30,
+                trim_path(osts[i]),
+                rate_cap_Bps=trim_cap_Bps,
+                op_size_B=TRIM_OP_B,
+                name=f"trim{i}",
+            )
+    sim.flows.solve_now()
+    rates = [float(r) for r in sim.flows.rates_Bps(flows)]
+    trim_rates = {i: f.rate_Bps for i, f in trim_flows.items()}
+    for f in [*flows, *trim_flows.values()]:
+        sim.flows.cancel_flow(f)
+    return rates, trim_rates
+
+
+def trim_path(ost: OstNode) -> list[tuple[Resource, float]]:
+    """Flow path of a TRIM: each drive's data path, busy ``TRIM_OP_B / trim_bandwidth`` s per op.
+
+    A byte of the flow deallocates one byte on every drive; the flow's
+    operations are :data:`TRIM_OP_B` bytes.
+    """
+    return [(x, TRIM_OP_B / trim_bandwidth_Bps(ost)) for x in ost.xfer]
+
+
+def trim_bandwidth_Bps(ost: OstNode) -> float:
+    """Bytes/s each drive of ``ost`` deallocates (infinite when the datasheet has no rate)."""
+    drive = ost.drive
+    if not isinstance(drive, SsdSpec) or drive.trim_bandwidth is None:
+        return math.inf
+    return float(drive.trim_bandwidth)
+
+
+def request_write_rate_Bps(
+    system: LustreCore, ost: OstNode, record_B: float, threads: int, duration_s: float
+) -> float:
+    """Request fidelity: bytes/s ``threads`` writers push through ``ost`` for ``duration_s``."""
+    sim = system.sim
+    env = sim.env
+    cost = op_cost(system.model, ost, "write", record_B, sequential=True)
+    done = [0]
+    end = sim.now + duration_s
+
+    def writer() -> Generator[simpy.Event, Any, None]:
+        while env.now < end:
+            yield from ost.visit(env, cost.target)
+            if env.now <= end:
+                done[0] += 1
+
+    start = sim.now
+    writers = [env.process(writer()) for _ in range(threads)]
+    # Writers in service at the end finish (uncounted) so no process outlives the phase.
+    sim.run(env.all_of(writers))
+    return done[0] * record_B / (end - start)
+
+
+def _interp_crossing(x: np.ndarray, y: np.ndarray, level: float) -> float:
+    """First ``x`` where ``y`` reaches ``level`` (linear interpolation), NaN if never."""
+    above = np.nonzero(y >= level)[0]
+    if len(above) == 0:
+        return math.nan
+    k = int(above[0])
+    if k == 0:
+        return float(x[0])
+    x0, x1, y0, y1 = x[k - 1], x[k], y[k - 1], y[k]
+    return float(x0 + (level - y0) * (x1 - x0) / (y1 - y0)) if y1 != y0 else float(x1)
+
+
+def loss_summary(written: np.ndarray, loss: np.ndarray) -> tuple[float, float, float]:
+    """(plateau loss, onset in capacities, 10 %-90 % transition width in capacities)."""
+    tail = loss[-max(1, len(loss) // 4) :]
+    plateau = float(np.mean(tail))
+    onset = _interp_crossing(written, loss, ONSET_LOSS)
+    if plateau <= 0:
+        return plateau, onset, math.nan
+    lo = _interp_crossing(written, loss, 0.1 * plateau)
+    hi = _interp_crossing(written, loss, 0.9 * plateau)
+    return plateau, onset, hi - lo
+
+
+def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) -> PhaseResult:
+    """Fig. 8: write and delete ``written`` OST capacities on one OST, measuring as it ages."""
+    _, ost = system.ost(phase.ost)
+    age_ost(system, ost, phase.fill, fidelity, f"{ost.name}.{phase.name}")
+    assert ost.aging is not None
+    capacity = ost_capacity_B(system)
+    per_drive = drive_bytes_per_ost_byte(system)
+    start = system.sim.now
+
+    def measure() -> float:
+        if fidelity == "flow":
+            return write_rates_Bps(system, [ost], phase.record_size)[0][0]
+        return request_write_rate_Bps(system, ost, phase.record_size, phase.threads, phase.duration)
+
+    fresh = measure()
+    step = phase.written / phase.steps
+    xs: list[float] = [0.0]
+    rel: list[float] = [1.0]
+    wa: list[float] = [ost.aging.write_amplification()]
+    trim_s: float | None = None
+    recovered: float | None = None
+    for k in range(1, phase.steps + 1):
+        ost.aging.record(step * capacity * per_drive)
+        xs.append(k * step)
+        rel.append(measure() / fresh)
+        wa.append(ost.aging.write_amplification())
+        if phase.trim_at is not None and trim_s is None and xs[-1] >= phase.trim_at:
+            trim_s = trim_time_s(ost, ost.aging.trim())
+            recovered = measure() / fresh
+    before = np.array(xs), 1.0 - np.array(rel)
+    if phase.trim_at is not None:
+        keep = before[0] <= phase.trim_at
+        before = before[0][keep], before[1][keep]
+    plateau, onset, transition = loss_summary(*before)
+    final = rel[-1] * fresh
+    return PhaseResult(
+        name=phase.name,
+        operation="write",
+        bandwidth_Bps=final,
+        iops=final / phase.record_size,
+        ranks=phase.threads,
+        transfer_size_B=phase.record_size,
+        sim_time_s=system.sim.now - start,
+        bytes_B=phase.written * capacity,
+        fidelity=fidelity,
+        extra=OstAgingDetails(
+            ost_capacity_B=capacity,
+            written_capacities=xs,
+            relative_write_bw=rel,
+            write_amplification=wa,
+            loss=plateau,
+            onset_capacities=onset,
+            onset_B=onset * capacity,
+            transition_capacities=transition,
+            trim_duration_s=trim_s,
+            recovered=recovered,
+        ),
+    )
+
+
+def trim_time_s(ost: OstNode, dead_per_drive_B: float) -> float:
+    """Seconds an idle OST's drives take to deallocate ``dead_per_drive_B`` bytes each."""
+    return dead_per_drive_B / trim_bandwidth_Bps(ost)

@@ -1,0 +1,261 @@
+"""Months of production on an aging Lustre file system, and what TRIM policies buy back.
+
+Seed 000 §V-B: Perlmutter scratch absorbs 2.2-2.9 PB of writes a day spread
+over its OSTs, so each OST reaches the ~5-capacity aging watermark every
+60-80 days; a TRIM restores it in hours.  The ``production-aging`` phase
+writes a daily volume evenly over every OST, day after day, ages each OST's
+representative drive with the fluid FTL model, runs ``fstrim`` on a schedule,
+and measures each day the file system's streaming write capability: every
+OST written at once, with the OSTs that are trimming sharing their drives
+with the TRIM (:func:`flashsim.systems.lustre_aging.write_rates_Bps`).  A day's
+figure is the time average over the day (hours of TRIM at the lower rate).
+It always runs in flow fidelity: months cost seconds because each day is one
+max-min solve and one fluid step per OST.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+import numpy as np
+from pydantic import Field
+
+from flashsim.components.ssd import SsdSpec
+from flashsim.config import Bandwidth, Bytes, Seconds, StrictModel
+from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.systems.lustre_aging import (
+    ONSET_LOSS,
+    age_ost,
+    drive_bytes_per_ost_byte,
+    ost_capacity_B,
+    trim_bandwidth_Bps,
+    write_rates_Bps,
+)
+from flashsim.systems.lustre_core import LustreCore
+from flashsim.systems.lustre_nodes import OstNode
+
+DAY_S = 86_400.0
+
+
+class ProductionAgingPhase(StrictModel):
+    """Days of production writes over every OST, with a TRIM policy (seed 000 §V-B).
+
+    Attributes
+    ----------
+    days : int
+        Days simulated.
+    daily_volume : float
+        Bytes the whole file system absorbs per day, spread evenly over all OSTs.
+    osts : int or None
+        OSTs simulated (the first ``osts``; default all); each still takes a
+        ``1 / (all OSTs)`` share of the volume.
+    fill : float or None
+        Fraction of the OST's drives holding cold data that is never deleted
+        (default: the model's ``oss.aging.cold_fraction``).
+    trim_every : float or None
+        Seconds between ``fstrim`` runs on every OST (``None``: never).
+    trim_rate : float or None
+        Cap (bytes/s per drive) on deallocation while trimming; ``None``: as
+        fast as the drive deallocates, sharing its data path with writers.
+    record_size : float
+        Bytes per write of the capability measurement.
+    """
+
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
+    workload: Literal["production-aging"]
+    days: Annotated[int, Field(ge=1, le=3650)] = Field(180, description="Days simulated.")
+    daily_volume: Bytes = Field(
+        description="Bytes the whole file system absorbs per day, spread evenly over all OSTs."
+    )
+    osts: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="OSTs simulated (the first N; default all)."
+    )
+    fill: Annotated[float, Field(ge=0.0, lt=1.0)] | None = Field(
+        None,
+        description=(
+            "Fraction of the drives holding cold data never deleted "
+            "(default: the model's `oss.aging.cold_fraction`)."
+        ),
+    )
+    trim_every: Seconds | None = Field(
+        None, description="Time between fstrim runs on every OST (none: never trim)."
+    )
+    trim_rate: Bandwidth | None = Field(
+        None,
+        description=(
+            "Cap per drive on deallocation while trimming (none: as fast as the drive, "
+            "sharing its data path with writers)."
+        ),
+    )
+    record_size: Bytes = Field("4 MiB", description="Bytes per write of the measurement.")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProductionAgingDetails(PhaseDetails):
+    """``PhaseResult.extra`` of a ``production-aging`` phase (per-day lists, day 1 first).
+
+    Attributes
+    ----------
+    fresh_bandwidth_Bps : float
+        Write capability (bytes/s) of the simulated OSTs when new.
+    written_capacities : list of float
+        OST capacities written to each OST by the end of each day.
+    write_amplification : list of float
+        Mean write amplification of the OSTs' drives at the end of each day.
+    relative_write_bw : list of float
+        Day-average write capability over the fresh one.
+    trim_hours : list of float
+        Mean hours per OST spent trimming each day.
+    onset_day : float
+        First day whose capability outside TRIM lost :data:`ONSET_LOSS` or
+        more (NaN if none).
+    mean_relative_write_bw, min_relative_write_bw : float
+        Over all days.
+    trims : int
+        TRIM runs started.
+    trim_duration_h : float
+        Mean duration (h) of a TRIM run on one OST (NaN without TRIM).
+    flash_dwpd : float
+        NAND writes per drive per day (host writes x write amplification) over
+        the drive's capacity, averaged over the run.
+    rated_dwpd : float or None
+        The drive's rated endurance (datasheet).
+    """
+
+    fresh_bandwidth_Bps: float
+    written_capacities: list[float]
+    write_amplification: list[float]
+    relative_write_bw: list[float]
+    trim_hours: list[float]
+    onset_day: float
+    mean_relative_write_bw: float
+    min_relative_write_bw: float
+    trims: int
+    trim_duration_h: float
+    flash_dwpd: float
+    rated_dwpd: float | None = None
+
+    def findings(self) -> list[str]:
+        """Onset, mean and worst day, the TRIMs and the NAND wear."""
+        onset = "none" if math.isnan(self.onset_day) else f"day {self.onset_day:.0f}"
+        days = len(self.relative_write_bw)
+        lines = [
+            f"{days} days: onset of aging {onset}; write capability "
+            f"{self.fresh_bandwidth_Bps / 1e12:.2f} TB/s fresh, mean "
+            f"{100 * self.mean_relative_write_bw:.1f} %, worst day "
+            f"{100 * self.min_relative_write_bw:.1f} %",
+        ]
+        if self.trims:
+            lines.append(f"{self.trims} OST TRIMs of {self.trim_duration_h:.2f} h each on average")
+        rated = f" (rated {self.rated_dwpd:g})" if self.rated_dwpd is not None else ""
+        lines.append(f"NAND writes {self.flash_dwpd:.3f} drive writes per day{rated}")
+        return lines
+
+
+def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> PhaseResult:
+    """``days`` of ``daily_volume`` over every OST, trimming every ``trim_every``."""
+    n = phase.osts if phase.osts is not None else system.n_osts
+    if n > system.n_osts:
+        raise ValueError(f"phase {phase.name!r}: osts = {n} but the model has {system.n_osts}")
+    osts: list[OstNode] = [system.ost(i)[1] for i in range(n)]
+    for ost in osts:
+        age_ost(system, ost, phase.fill, "flow", f"{ost.name}.{phase.name}")
+    rec = phase.record_size
+    fresh_rates, _ = write_rates_Bps(system, osts, rec)
+    fresh = float(np.sum(fresh_rates))
+    capacity = ost_capacity_B(system)
+    per_drive_day = phase.daily_volume / system.n_osts * drive_bytes_per_ost_byte(system)
+    remaining: dict[int, float] = {}
+    next_trim = phase.trim_every if phase.trim_every is not None else math.inf
+    rel: list[float] = []
+    wa: list[float] = []
+    trim_h: list[float] = []
+    aged_rel: list[float] = []
+    trim_runs: list[float] = []
+    started: dict[int, float] = {}
+    flash0 = [_flash_B(ost) for ost in osts]
+    for day in range(phase.days):
+        t0 = day * DAY_S
+        if t0 >= next_trim:
+            for i, ost in enumerate(osts):
+                remaining[i] = _dead_B(ost)
+                started[i] = t0
+            next_trim += phase.trim_every or math.inf
+        for ost in osts:
+            assert ost.aging is not None
+            ost.aging.record(per_drive_day)
+        during = [0.0] * n
+        busy = [0.0] * n
+        if remaining:
+            during, _ = write_rates_Bps(system, osts, rec, remaining, phase.trim_rate)
+            for i in list(remaining):
+                rate = min(phase.trim_rate or math.inf, trim_bandwidth_Bps(osts[i]))
+                busy[i] = min(DAY_S, remaining[i] / rate) if rate < math.inf else 0.0
+                remaining[i] -= busy[i] * rate if rate < math.inf else remaining[i]
+                if remaining[i] <= 1e-6 * capacity:
+                    aging = osts[i].aging
+                    assert aging is not None
+                    aging.trim()
+                    trim_runs.append(t0 + busy[i] - started[i])
+                    del remaining[i]
+        after, _ = write_rates_Bps(system, osts, rec)
+        day_bw = sum(
+            (b * d + (DAY_S - b) * a) / DAY_S for b, d, a in zip(busy, during, after, strict=True)
+        )
+        rel.append(day_bw / fresh)
+        aged_rel.append(float(np.sum(after)) / fresh)
+        wa.append(float(np.mean([_wa(ost) for ost in osts])))
+        trim_h.append(float(np.mean(busy)) / 3600.0)
+    days = np.arange(1, phase.days + 1, dtype=float)
+    loss = 1.0 - np.array(aged_rel)
+    hit = np.nonzero(loss >= ONSET_LOSS)[0]
+    onset = float(days[hit[0]]) if len(hit) else math.nan
+    drive = system.model.oss.drive
+    flash = np.mean([_flash_B(o) - f0 for o, f0 in zip(osts, flash0, strict=True)])
+    dwpd = float(flash) / float(drive.capacity) / phase.days
+    per_ost_day = phase.daily_volume / system.n_osts
+    return PhaseResult(
+        name=phase.name,
+        operation="write",
+        bandwidth_Bps=float(np.mean(rel)) * fresh,
+        iops=float(np.mean(rel)) * fresh / rec,
+        ranks=n,
+        transfer_size_B=rec,
+        sim_time_s=phase.days * DAY_S,
+        bytes_B=phase.days * per_ost_day * n,
+        fidelity="flow",
+        extra=ProductionAgingDetails(
+            fresh_bandwidth_Bps=fresh,
+            written_capacities=list(days * per_ost_day / capacity),
+            write_amplification=wa,
+            relative_write_bw=rel,
+            trim_hours=trim_h,
+            onset_day=onset,
+            mean_relative_write_bw=float(np.mean(rel)),
+            min_relative_write_bw=float(np.min(rel)),
+            trims=len(trim_runs),
+            trim_duration_h=float(np.mean(trim_runs)) / 3600.0 if trim_runs else math.nan,
+            flash_dwpd=dwpd,
+            rated_dwpd=drive.endurance_dwpd if isinstance(drive, SsdSpec) else None,
+        ),
+    )
+
+
+def _dead_B(ost: OstNode) -> float:
+    """Bytes per drive a TRIM of ``ost`` would deallocate now."""
+    assert ost.aging is not None
+    return ost.aging.dead_B()
+
+
+def _wa(ost: OstNode) -> float:
+    """Current write amplification of ``ost``'s drives."""
+    assert ost.aging is not None
+    return ost.aging.write_amplification()
+
+
+def _flash_B(ost: OstNode) -> float:
+    """NAND bytes the representative drive of ``ost`` has programmed."""
+    assert ost.aging is not None
+    return ost.aging.model.flash_written_B

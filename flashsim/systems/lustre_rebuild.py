@@ -1,0 +1,756 @@
+"""Lustre phases of failed drives: ``rebuild``, ``degraded-survey`` and ``data-loss``.
+
+* ``rebuild``: drives of one OST fail while an obdfilter-survey-like load runs
+  on it; the rebuild (:class:`~flashsim.components.rebuild.RebuildFlows`)
+  shares the drives with the load under the server's rebuild policy
+  (``oss.rebuild``, or the phase's ``priority``).  Reports the rebuild time and
+  the foreground bandwidth before, during and after, and whether a further
+  failure lost data first.
+* ``degraded-survey``: the Spider block-io-ssu-degraded test (seed 003 §6):
+  every OST driven at once while a tenth of them rebuild a failed drive; the
+  per-OST bandwidths and the system bandwidth against the same test healthy.
+* ``data-loss``: the probability per year that a third concurrent failure in
+  one RAID6 array loses data, against the rebuild priority (and AFR), by
+  Monte Carlo (:func:`~flashsim.components.failures.simulate_data_loss`)
+  beside the exact Markov chain; the rebuild time of each priority comes from
+  the OST's drives (:meth:`~flashsim.components.raid_target.RaidTarget.rebuild_path`)
+  under full foreground load.
+
+All run in flow fidelity: the rebuild traffic is a background flow (degraded
+foreground costs are the same in request fidelity, see
+:mod:`flashsim.components.rebuild`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import Field
+
+from flashsim.components.failures import (
+    PM1733_MTBF_H,
+    YEAR_S,
+    afr_from_mtbf,
+    check_afr,
+    failure_rate_per_s,
+    failure_times,
+    markov_loss_probability,
+    markov_mttdl,
+    simulate_data_loss,
+)
+from flashsim.components.rebuild import (
+    ArrayGeometry,
+    DegradedState,
+    RebuildFlows,
+    RebuildPolicy,
+    rebuild_traffic,
+)
+from flashsim.config import Bytes, NonNegativeSeconds, Seconds, StrictModel, UnitFraction
+from flashsim.engine.flows import Flow
+from flashsim.engine.randomness import RandomStreams
+from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.systems.lustre_core import LustreCore
+from flashsim.systems.lustre_cost import op_cost
+from flashsim.systems.lustre_nodes import OstNode
+
+OpKind = Literal["read", "write"]
+#: Bytes of a foreground flow that runs until cancelled.
+ENDLESS_B = 1e18
+#: Foreground flows are restarted this many times during a rebuild, so their
+#: degraded-read costs follow the rebuilt fraction.
+REBUILD_STEPS = 10
+#: Rebuild-priority values of the ``data-loss`` phase when none are given.
+DEFAULT_PRIORITIES = (0.05, 0.1, 0.3, 1.0)
+
+
+Priority = Annotated[float, Field(gt=0.0, le=1.0)]
+
+
+class DriveFailure(StrictModel):
+    """One drive failure of a ``rebuild`` phase."""
+
+    drive: Annotated[int, Field(ge=0)] = Field(description="Drive index in the OST's array.")
+    at: NonNegativeSeconds = Field(
+        "0 s", description="Time after the healthy measurement window at which the drive fails."
+    )
+
+
+class RebuildPhase(StrictModel):
+    """Drives of one OST fail under a foreground load; the rebuild shares the drives."""
+
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
+    workload: Literal["rebuild"]
+    operation: OpKind = Field(description="Foreground load: obdfilter-survey write or read.")
+    ost: Annotated[int, Field(ge=0)] = Field(0, description="OST whose drives fail.")
+    failures: list[DriveFailure] | None = Field(
+        None,
+        description=(
+            "Drives that fail, and when (after the healthy window); default: drive 0 at once, "
+            "or none when `afr` draws them."
+        ),
+    )
+    fill: UnitFraction = Field(
+        1.0,
+        description=(
+            "Share of each failed drive's capacity the rebuild reconstructs (block RAID "
+            "rebuilds the whole drive: 1)."
+        ),
+    )
+    priority: Priority | None = Field(
+        None, description="Rebuild priority (0, 1]; default: the model's `oss.rebuild.priority`."
+    )
+    threads: Annotated[int, Field(ge=0)] = Field(
+        64, description="Foreground threads (0: no foreground load, the rebuild alone)."
+    )
+    record_size: Bytes = Field("4 MiB", description="Bytes per foreground I/O.")
+    access: Literal["sequential", "random"] = Field(
+        "sequential", description="Foreground offsets: sequential (full-stripe writes) or random."
+    )
+    window: Seconds = Field("10 s", description="Healthy window before and after the rebuild.")
+    afr: float | None = Field(
+        None,
+        description=(
+            "Also fail drives at times drawn from this annualised failure rate (fraction; each "
+            "drive's exponential lifetime from its own seeded stream), if within `horizon`."
+        ),
+    )
+    horizon: Seconds = Field("1 day", description="Window (after the healthy one) of `afr` draws.")
+
+
+class DegradedSurveyPhase(StrictModel):
+    """Spider's block-io-ssu-degraded test: all OSTs driven while some rebuild (seed 003 §6)."""
+
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
+    workload: Literal["degraded-survey"]
+    operation: OpKind = Field(description="Write or read test of every OST.")
+    access: Literal["sequential", "random"] = Field(
+        "sequential", description="Sequential (full-stripe writes) or random offsets."
+    )
+    record_size: Bytes = Field("1 MiB", description="Bytes per I/O (Spider: 4 KiB to 1 MiB).")
+    queue_depth: Annotated[int, Field(ge=1)] = Field(
+        16, description="I/Os in flight per OST (Spider: 4, 8 or 16)."
+    )
+    osts: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="OSTs tested, from OST 0 (default: all)."
+    )
+    degraded_fraction: UnitFraction = Field(
+        0.1, description="Share of the tested OSTs with a failed drive in active rebuild."
+    )
+    priority: Priority | None = Field(
+        None, description="Rebuild priority (0, 1]; default: the model's `oss.rebuild.priority`."
+    )
+    duration: Seconds = Field("30 s", description="Length of each test (Spider: 30 s).")
+
+
+class DataLossPhase(StrictModel):
+    """Probability of data loss per year against rebuild priority, for the whole system."""
+
+    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
+    workload: Literal["data-loss"]
+    priorities: list[Priority] = Field(
+        default_factory=lambda: list(DEFAULT_PRIORITIES),
+        description="Rebuild priorities (0, 1]; each gives a rebuild time under full load.",
+    )
+    afrs: list[float] = Field(
+        default_factory=lambda: [afr_from_mtbf(PM1733_MTBF_H)],
+        description=(
+            "Annualised failure rates per drive (fractions); default the PM1733's 2,000,000 h "
+            "MTBF, 0.437 %/year (failures.PM1733_MTBF_H; not in the seeds)."
+        ),
+    )
+    fill: UnitFraction = Field(1.0, description="Share of a failed drive the rebuild rebuilds.")
+    detection: NonNegativeSeconds = Field(
+        "5 min",
+        description="Time from a failure to the rebuild's start. ASSUMED (no seed gives it).",
+    )
+    load: Literal["full", "idle"] = Field(
+        "full",
+        description=(
+            "Rebuild under full foreground load (the guaranteed priority share) or on idle "
+            "drives (the policy's idle fraction)."
+        ),
+    )
+    trials: Annotated[int, Field(ge=1)] = Field(
+        100_000, description="Simulated system-years per point."
+    )
+    repair: Literal["fixed", "exponential"] = Field(
+        "fixed", description="Rebuild-time distribution in the Monte Carlo."
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class RebuildDetails(PhaseDetails):
+    """``PhaseResult.extra`` of a ``rebuild`` phase.
+
+    Attributes
+    ----------
+    ost : int
+    priority : float
+        Rebuild priority used (dimensionless).
+    failed_drives : list of int
+    rebuild_volume_B : float
+        Bytes reconstructed (or to reconstruct, if data was lost).
+    rebuild_time_s : float
+        From the first failure to the end of the rebuild (NaN if data was lost).
+    rebuild_rate_Bps : float
+        Mean rebuild rate (bytes/s of reconstructed data).
+    rebuild_alone_s : float
+        Analytic rebuild time of the failed drives on idle drives (s).
+    foreground_before_Bps, foreground_during_Bps, foreground_after_Bps : float
+        Foreground bandwidth healthy, during the rebuild, and after it (bytes/s).
+    data_lost : bool
+        A failure beyond the parity came before the rebuild ended.
+    lost_at_s : float or None
+        Time after the first failure at which data was lost.
+    """
+
+    ost: int
+    priority: float
+    failed_drives: list[int]
+    rebuild_volume_B: float
+    rebuild_time_s: float
+    rebuild_rate_Bps: float
+    rebuild_alone_s: float
+    foreground_before_Bps: float
+    foreground_during_Bps: float
+    foreground_after_Bps: float
+    data_lost: bool
+    lost_at_s: float | None = None
+
+    def findings(self) -> list[str]:
+        """Rebuild time against the foreground bandwidth it leaves, and any data loss."""
+        lines = [
+            f"rebuild of {self.rebuild_volume_B / 1e12:.2f} TB at priority {self.priority:g}: "
+            f"{self.rebuild_time_s / 3600:.2f} h ({self.rebuild_alone_s / 3600:.2f} h on idle "
+            "drives)",
+            f"foreground {self.foreground_before_Bps / 1e9:.2f} GB/s before, "
+            f"{self.foreground_during_Bps / 1e9:.2f} during, "
+            f"{self.foreground_after_Bps / 1e9:.2f} after",
+        ]
+        if self.data_lost:
+            lines.append(f"DATA LOST at {self.lost_at_s or 0.0:.0f} s: failures exceeded parity")
+        return lines
+
+
+@dataclass(frozen=True, kw_only=True)
+class DegradedSurveyDetails(PhaseDetails):
+    """``PhaseResult.extra`` of a ``degraded-survey`` phase (bandwidths in bytes/s).
+
+    Attributes
+    ----------
+    healthy_Bps, degraded_Bps : float
+        System bandwidth of the test healthy and with the degraded OSTs.
+    ratio : float
+        ``degraded_Bps / healthy_Bps``.
+    degraded_osts : list of int
+        OSTs with a failed drive in rebuild.
+    per_ost_Bps : list of float
+        Each tested OST's bandwidth in the degraded test, by index.
+    degraded_ost_median_Bps, healthy_ost_median_Bps : float
+        Median OST bandwidth of the degraded and of the other OSTs, degraded test.
+    ost_min_Bps, ost_p10_Bps, ost_max_Bps : float
+        Spread of the per-OST bandwidths in the degraded test.
+    rebuild_progress : float
+        Mean share of the drive rebuilt during the test.
+    """
+
+    healthy_Bps: float
+    degraded_Bps: float
+    ratio: float
+    degraded_osts: list[int]
+    per_ost_Bps: list[float]
+    degraded_ost_median_Bps: float
+    healthy_ost_median_Bps: float
+    ost_min_Bps: float
+    ost_p10_Bps: float
+    ost_max_Bps: float
+    rebuild_progress: float
+
+    def findings(self) -> list[str]:
+        """System bandwidth degraded against healthy, and a degraded OST against a healthy one."""
+        return [
+            f"{len(self.degraded_osts)} OSTs rebuilding: system {self.degraded_Bps / 1e9:.1f} GB/s "
+            f"vs {self.healthy_Bps / 1e9:.1f} GB/s healthy ({100 * self.ratio:.1f} %)",
+            f"median OST {self.degraded_ost_median_Bps / 1e9:.3f} GB/s degraded, "
+            f"{self.healthy_ost_median_Bps / 1e9:.3f} GB/s healthy",
+        ]
+
+
+@dataclass(frozen=True)
+class DataLossPoint:
+    """One (AFR, priority) point of a ``data-loss`` phase.
+
+    Attributes
+    ----------
+    afr : float
+        Annualised failure rate per drive.
+    priority : float
+        Rebuild priority.
+    rebuild_s : float
+        Time a failed drive stays down: detection plus rebuild (s).
+    probability : float
+        Monte Carlo probability of data loss per system-year.
+    ci_low, ci_high : float
+        Its 95 % Clopper-Pearson interval.
+    markov_probability : float
+        The exact Markov-chain probability per system-year (exponential rebuild).
+    mttdl_years : float
+        Markov mean time to data loss of the system (years).
+    failures_per_year : float
+        Mean drive failures per system-year in the Monte Carlo.
+    """
+
+    afr: float
+    priority: float
+    rebuild_s: float
+    probability: float
+    ci_low: float
+    ci_high: float
+    markov_probability: float
+    mttdl_years: float
+    failures_per_year: float
+
+
+@dataclass(frozen=True, kw_only=True)
+class DataLossDetails(PhaseDetails):
+    """``PhaseResult.extra`` of a ``data-loss`` phase.
+
+    Attributes
+    ----------
+    arrays : int
+        Independent groups in the system.
+    width, tolerance : int
+        Drives per group and failures a group survives.
+    rebuild_alone_s : float
+        Rebuild time of one failed drive on idle drives (s).
+    points : list of DataLossPoint
+    """
+
+    arrays: int
+    width: int
+    tolerance: int
+    rebuild_alone_s: float
+    points: list[DataLossPoint]
+
+    def findings(self) -> list[str]:
+        """Data-loss probability per year at each AFR and rebuild priority."""
+        return [
+            f"AFR {100 * p.afr:.3g} %, priority {p.priority:g} "
+            f"(rebuild {p.rebuild_s / 3600:.2f} h): "
+            f"P(loss)/year {p.probability:.3g} Monte Carlo [{p.ci_low:.2g}, {p.ci_high:.2g}], "
+            f"{p.markov_probability:.3g} Markov"
+            for p in self.points
+        ]
+
+
+# ............................................................... helpers
+def _policy(system: LustreCore, priority: float | None) -> RebuildPolicy:
+    """The server's rebuild policy, with the phase's priority if it gives one."""
+    base = system.model.oss.rebuild
+    if priority is None:
+        return base
+    return base.model_copy(
+        update={"priority": priority, "idle_fraction": max(priority, base.idle_fraction)}
+    )
+
+
+def geometry_of(system: LustreCore) -> ArrayGeometry:
+    """The redundancy geometry of the system's OSTs."""
+    spec = system.model.oss
+    return ArrayGeometry.of_raid(spec.raid, spec.drives_per_target)
+
+
+class _Foreground:
+    """``threads`` obdfilter-like streams on one OST, restartable when its costs change."""
+
+    def __init__(
+        self, system: LustreCore, index: int, op: OpKind, size_B: float, threads: int, seq: bool
+    ) -> None:
+        self.system = system
+        self.index = index
+        self.op = op
+        self.size_B = size_B
+        self.threads = threads
+        self.seq = seq
+        self.flows: list[Flow] = []
+        self.moved_B = 0.0
+
+    def start(self) -> None:
+        """Start the streams with the OST's current (healthy or degraded) costs."""
+        if not self.threads:
+            return
+        system = self.system
+        _, ost = system.ost(self.index)
+        cost = op_cost(system.model, ost, self.op, self.size_B, sequential=self.seq)
+        path = ost.path(cost.target)
+        # One I/O in flight per thread: its zero-load time in the target (RAID engine,
+        # drive stages and media latency) bounds it.
+        target = cost.target
+        latency = target.raid_s + target.drive_latency_s + target.delay_s
+        cap = self.size_B / max(latency, 1e-9)
+        self.flows = [
+            system.sim.flows.start_flow(
+                ENDLESS_B,
+                path,
+                rate_cap_Bps=cap,
+                op_size_B=self.size_B,
+                name=f"ost{self.index}.fg{i}",
+            )
+            for i in range(self.threads)
+        ]
+
+    def stop(self) -> None:
+        """Cancel the streams, adding what they moved to :attr:`moved_B`."""
+        for f in self.flows:
+            self.moved_B += self.system.sim.flows.cancel_flow(f)
+        self.flows = []
+
+    def restart(self) -> None:
+        """Stop and start again (new costs)."""
+        self.stop()
+        self.start()
+
+    def measure(self, duration_s: float) -> float:
+        """Run ``duration_s`` and return the bandwidth (bytes/s) over it."""
+        sim = self.system.sim
+        self.stop()
+        before = self.moved_B
+        self.start()
+        sim.run(sim.now + duration_s)
+        self.stop()
+        self.start()
+        return (self.moved_B - before) / duration_s
+
+
+def start_rebuild(
+    system: LustreCore,
+    ost: OstNode,
+    state: DegradedState,
+    volume_B: float,
+    policy: RebuildPolicy,
+    label: str,
+) -> RebuildFlows:
+    """Rebuild ``volume_B`` bytes of ``state.failed`` on ``ost`` as background flows."""
+    path, alone = ost.rebuild_path(rebuild_traffic(state.geometry, state.failed))
+    return RebuildFlows(
+        system.sim.flows,
+        f"{ost.name}.{label}",
+        path,
+        volume_B,
+        alone,
+        policy,
+        state.geometry.chunk_B,
+    )
+
+
+def alone_rebuild_s(system: LustreCore, ost: OstNode, failed: list[int], fill: float) -> float:
+    """Rebuild time (s) of ``failed`` on ``ost``'s otherwise idle drives (flow resources)."""
+    geom = geometry_of(system)
+    _, alone = ost.rebuild_path(rebuild_traffic(geom, failed))
+    return len(failed) * fill * float(ost.drive.capacity) / alone
+
+
+# ............................................................... rebuild
+def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
+    """Fail drives of one OST under load; rebuild; foreground before, during and after."""
+    sim = system.sim
+    _, ost = system.ost(phase.ost)
+    policy = _policy(system, phase.priority)
+    geom = geometry_of(system)
+    if phase.failures is not None:
+        failures = list(phase.failures)
+    else:
+        failures = [] if phase.afr is not None else [DriveFailure(drive=0, at="0 s")]
+    if phase.afr is not None:
+        drawn = failure_times(
+            lambda i: sim.rng(f"{ost.name}.drive{i}.failure"), geom.drives, phase.afr
+        )
+        failures += [
+            DriveFailure(drive=i, at=f"{t} s") for i, t in enumerate(drawn) if t < phase.horizon
+        ]
+    for f in failures:
+        geom.check_drive(f.drive)
+    seq = phase.access == "sequential"
+    fg = _Foreground(system, phase.ost, phase.operation, phase.record_size, phase.threads, seq)
+    fg.start()
+    before = fg.measure(phase.window) if phase.threads else 0.0
+    per_drive = phase.fill * float(ost.drive.capacity)
+    events = sorted(failures, key=lambda f: f.at)
+    t0 = sim.now
+    state = DegradedState(geom, [], decode_Bps=policy.decode_bandwidth)
+    rebuilt = 0.0  # bytes reconstructed so far
+    total = 0.0
+    rebuild: RebuildFlows | None = None
+    lost_at: float | None = None
+    fg_start = fg.moved_B
+    pending = list(events)
+    every: list[int] = []  # every drive that failed
+    volume = 0.0  # bytes reconstructed or to reconstruct, over all rebuilds
+    while True:
+        if rebuild is not None:
+            rebuilt += rebuild.stop()
+            rebuild = None
+        if state.failed and rebuilt >= total * (1 - 1e-9):
+            # Rebuilt into spare space: those drives no longer count as down.
+            state = DegradedState(geom, [], decode_Bps=policy.decode_bandwidth)
+            rebuilt = total = 0.0
+            ost.degraded = None
+            fg.restart()
+        while pending and pending[0].at <= sim.now - t0 + 1e-9:
+            failure = pending.pop(0)
+            if failure.drive in state.failed:
+                continue
+            state.failed.append(failure.drive)
+            every.append(failure.drive)
+            total += per_drive
+            volume += per_drive
+        if state.data_lost():
+            lost_at = sim.now - t0
+            break
+        if not state.failed:
+            if not pending:
+                break
+            sim.run(t0 + pending[0].at)
+            continue
+        state.rebuilt_fraction = rebuilt / total
+        ost.degraded = state
+        fg.restart()
+        rebuild = start_rebuild(system, ost, state, total - rebuilt, policy, phase.name)
+        # Run to the next failure, the next cost update, or the end of the rebuild.
+        alone = alone_rebuild_s(system, ost, state.failed, phase.fill)
+        until = sim.now + alone / policy.priority / REBUILD_STEPS
+        if pending:
+            until = min(until, t0 + pending[0].at)
+        sim.run(sim.env.any_of([rebuild.done, sim.env.timeout(until - sim.now)]))
+    fg.stop()
+    during_s = sim.now - t0
+    during = (fg.moved_B - fg_start) / during_s if during_s > 0 else math.nan
+    ost.degraded = None
+    fg.start()
+    after = fg.measure(phase.window) if phase.threads and lost_at is None else math.nan
+    fg.stop()
+    lost = lost_at is not None
+    rebuild_time = math.nan if lost else during_s
+    first = [events[0].drive] if events else [0]
+    details = RebuildDetails(
+        ost=phase.ost,
+        priority=policy.priority,
+        failed_drives=every,
+        rebuild_volume_B=volume,
+        rebuild_time_s=rebuild_time,
+        rebuild_rate_Bps=volume / rebuild_time if not lost else math.nan,
+        rebuild_alone_s=alone_rebuild_s(system, ost, first, phase.fill),
+        foreground_before_Bps=before,
+        foreground_during_Bps=during,
+        foreground_after_Bps=after,
+        data_lost=lost,
+        lost_at_s=lost_at,
+    )
+    return PhaseResult(
+        name=phase.name,
+        operation=phase.operation,
+        bandwidth_Bps=during if phase.threads else 0.0,
+        iops=during / phase.record_size if phase.threads else 0.0,
+        ranks=phase.threads,
+        transfer_size_B=phase.record_size,
+        sim_time_s=sim.now - t0,
+        bytes_B=fg.moved_B,
+        extra=details,
+    )
+
+
+# ....................................................... degraded survey
+def degraded_set(system: LustreCore, phase: DegradedSurveyPhase, n: int) -> list[int]:
+    """OSTs of the survey that carry a failed drive: a seeded random ``degraded_fraction``.
+
+    The same OSTs in every phase of a run (a fresh stream of the run's seed), and a
+    larger fraction contains a smaller one.
+    """
+    count = round(phase.degraded_fraction * n)
+    rng = RandomStreams(system.sim.seed).stream(f"{system.model.name}.degraded-survey")
+    return sorted(int(i) for i in rng.permutation(n)[:count])
+
+
+def _survey(
+    system: LustreCore, phase: DegradedSurveyPhase, osts: list[int], degraded: list[int]
+) -> tuple[list[float], float]:
+    """Drive every OST for ``duration``; rebuild a drive of each ``degraded`` OST meanwhile.
+
+    Returns the per-OST bandwidths (bytes/s) and the mean rebuild progress.
+    """
+    sim = system.sim
+    policy = _policy(system, phase.priority)
+    geom = geometry_of(system)
+    rebuilds: list[RebuildFlows] = []
+    for i in degraded:
+        _, ost = system.ost(i)
+        state = DegradedState(geom, [0], decode_Bps=policy.decode_bandwidth)
+        ost.degraded = state
+        rebuilds.append(
+            start_rebuild(system, ost, state, float(ost.drive.capacity), policy, phase.name)
+        )
+    seq = phase.access == "sequential"
+    fgs = [
+        _Foreground(system, i, phase.operation, phase.record_size, phase.queue_depth, seq)
+        for i in osts
+    ]
+    for fg in fgs:
+        fg.start()
+    sim.run(sim.now + phase.duration)
+    for fg in fgs:
+        fg.stop()
+    progress = [r.progress() for r in rebuilds]
+    for r in rebuilds:
+        r.stop()
+    for i in degraded:
+        system.ost(i)[1].degraded = None
+    return [fg.moved_B / phase.duration for fg in fgs], float(
+        np.mean(progress)
+    ) if progress else 0.0
+
+
+def run_degraded_survey(system: LustreCore, phase: DegradedSurveyPhase) -> PhaseResult:
+    """The test healthy, then with ``degraded_fraction`` of the OSTs rebuilding a drive."""
+    n = phase.osts or system.n_osts
+    osts = list(range(n))
+    degraded = degraded_set(system, phase, n)
+    start = system.sim.now
+    healthy, _ = _survey(system, phase, osts, [])
+    per_ost, progress = _survey(system, phase, osts, degraded)
+    bw = np.array(per_ost)
+    down = set(degraded)
+    deg = (
+        np.array([b for i, b in enumerate(per_ost) if i in down]) if down else np.array([math.nan])
+    )
+    ok = (
+        np.array([b for i, b in enumerate(per_ost) if i not in down])
+        if len(down) < n
+        else np.array([math.nan])
+    )
+    healthy_bw = float(sum(healthy))
+    system_bw = float(bw.sum())
+    details = DegradedSurveyDetails(
+        healthy_Bps=healthy_bw,
+        degraded_Bps=system_bw,
+        ratio=system_bw / healthy_bw,
+        degraded_osts=degraded,
+        per_ost_Bps=[float(b) for b in bw],
+        degraded_ost_median_Bps=float(np.median(deg)),
+        healthy_ost_median_Bps=float(np.median(ok)),
+        ost_min_Bps=float(bw.min()),
+        ost_p10_Bps=float(np.percentile(bw, 10)),
+        ost_max_Bps=float(bw.max()),
+        rebuild_progress=progress,
+    )
+    return PhaseResult(
+        name=phase.name,
+        operation=phase.operation,
+        bandwidth_Bps=system_bw,
+        iops=system_bw / phase.record_size,
+        ranks=n * phase.queue_depth,
+        transfer_size_B=phase.record_size,
+        sim_time_s=system.sim.now - start,
+        bytes_B=system_bw * phase.duration,
+        extra=details,
+    )
+
+
+# ............................................................. data loss
+def run_data_loss(system: LustreCore, phase: DataLossPhase) -> PhaseResult:
+    """Data-loss probability per system-year against rebuild priority and AFR."""
+    geom = geometry_of(system)
+    _, ost = system.ost(0)
+    alone = alone_rebuild_s(system, ost, [0], phase.fill)
+    if geom.layout in ("declustered", "erasure"):
+        width, per_target = geom.drives, 1
+    else:
+        width, per_target = geom.width, geom.drives // geom.width
+    groups = system.n_osts * per_target
+    rng = system.sim.rng(f"{system.model.name}.{phase.name}.montecarlo")
+    points = []
+    for afr in phase.afrs:
+        check_afr(afr)
+        for priority in phase.priorities:
+            share = priority if phase.load == "full" else _policy(system, priority).idle_fraction
+            down_s = phase.detection + alone / share
+            est = simulate_data_loss(
+                rng, groups, width, geom.redundancy, afr, down_s, phase.trials, repair=phase.repair
+            )
+            lam = failure_rate_per_s(afr)
+            if lam > 0:
+                markov = markov_loss_probability(
+                    width, geom.redundancy, lam, 1.0 / down_s, YEAR_S, groups
+                )
+                mttdl = markov_mttdl(width, geom.redundancy, lam, 1.0 / down_s) / groups / YEAR_S
+            else:
+                markov, mttdl = 0.0, math.inf
+            points.append(
+                DataLossPoint(
+                    afr=afr,
+                    priority=priority,
+                    rebuild_s=down_s,
+                    probability=est.probability,
+                    ci_low=est.ci_low,
+                    ci_high=est.ci_high,
+                    markov_probability=markov,
+                    mttdl_years=mttdl,
+                    failures_per_year=est.failures_per_trial,
+                )
+            )
+    return PhaseResult(
+        name=phase.name,
+        operation="data-loss",
+        bandwidth_Bps=0.0,
+        iops=0.0,
+        ranks=groups,
+        transfer_size_B=0.0,
+        sim_time_s=0.0,
+        bytes_B=0.0,
+        extra=DataLossDetails(
+            arrays=groups,
+            width=width,
+            tolerance=geom.redundancy,
+            rebuild_alone_s=alone,
+            points=points,
+        ),
+    )
+
+
+def check_rebuild_phase(n_osts: int, drives: int, phase: Any) -> None:
+    """Indices within the system; raise ``ValueError("key: message")``."""
+    workload = getattr(phase, "workload", "")
+    if workload == "rebuild":
+        if phase.ost >= n_osts:
+            raise ValueError(
+                f"ost: OST {phase.ost} does not exist; the system has {n_osts} (0..{n_osts - 1})"
+            )
+        for i, f in enumerate(phase.failures or []):
+            if f.drive >= drives:
+                raise ValueError(
+                    f"failures.{i}.drive: drive {f.drive} is outside the OST's drives "
+                    f"0..{drives - 1}"
+                )
+        if phase.afr is not None and not 0.0 <= phase.afr < 1.0:
+            raise ValueError(
+                f"afr: {phase.afr} is not an annualised failure rate in [0, 1) "
+                "(0.0044 is 0.44 %/year)"
+            )
+    elif workload == "degraded-survey":
+        if phase.osts is not None and phase.osts > n_osts:
+            raise ValueError(f"osts: {phase.osts} OSTs tested, the system has {n_osts}")
+    elif workload == "data-loss":
+        for i, afr in enumerate(phase.afrs):
+            if not 0.0 <= afr < 1.0:
+                raise ValueError(
+                    f"afrs.{i}: {afr} is not an annualised failure rate in [0, 1) "
+                    "(0.0044 is 0.44 %/year)"
+                )
+        if not phase.priorities or not phase.afrs:
+            raise ValueError("priorities: a data-loss phase needs at least one priority and AFR")
+
+
+#: ``workload`` values of the phases of this module.
+REBUILD_WORKLOADS = ("rebuild", "degraded-survey", "data-loss")
