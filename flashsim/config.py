@@ -469,7 +469,10 @@ def apply_overrides(data: dict[str, Any], overrides: Mapping[str, str], path: st
 
     Values are read as TOML literals (``8``, ``true``, ``"x"``) and otherwise
     kept as strings (``200 Gb/s``).  A list element is addressed by its index
-    or by the value of its ``name`` key (``phases.write.ranks=8``).
+    or by the value of its ``name`` key (``phases.write.ranks=8``).  A key
+    inside a component named by a ``.toml`` path (``oss.drive.overprovisioning``)
+    sets it in a copy of that file, read relative to ``path``; other
+    components using the file keep it as it is.
     """
     for key, raw in overrides.items():
         too_long = long_literal(raw)
@@ -494,7 +497,11 @@ def apply_overrides(data: dict[str, Any], overrides: Mapping[str, str], path: st
                 if last:
                     node[part] = _toml_value(raw)
                 else:
-                    node = node.setdefault(part, {})
+                    child = node.setdefault(part, {})
+                    if isinstance(child, str) and child.endswith(".toml"):
+                        # A component named by file (a drive): set keys in a copy of it.
+                        child = node[part] = load_toml(Path(path).parent / child)
+                    node = child
             else:
                 raise ConfigError(
                     f"{path} (--set)", where, raw, "cannot set a key inside a plain value"

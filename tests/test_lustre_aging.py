@@ -158,3 +158,10 @@ def test_trim_policies_trade_trim_time_against_aging() -> None:
     # NAND wear: aged drives write more flash per host byte.
     assert none.flash_dwpd > monthly.flash_dwpd
     assert none.rated_dwpd == 1.0
+
+
+def test_a_drive_datasheet_key_can_be_set_from_the_command_line() -> None:
+    """`--set system.oss.drive.KEY` edits a copy of the drive file the model names."""
+    loaded = load_scenario(AGING, {"system.oss.drive.overprovisioning": "0.3"})
+    assert loaded.system.model.oss.drive.overprovisioning == 0.3
+    assert loaded.system.model.mds.drive.overprovisioning == pytest.approx(0.1453)

@@ -150,13 +150,19 @@ class OstAgingDetails(PhaseDetails):
     def findings(self) -> list[str]:
         """Loss, onset, transition and the TRIM, as an architect reads Fig. 8."""
         tb = self.ost_capacity_B / 1e12
+        written = self.written_capacities[-1]
         lines = [
             f"aged write bandwidth loss {100 * self.loss:.1f} % "
             f"(write amplification up to {max(self.write_amplification):.2f})",
-            f"onset after {self.onset_capacities:.2f} OST writes ({self.onset_B / 1e12:.0f} TB; "
-            f"one OST = {tb:.1f} TB), 10-90 % of the loss within "
-            f"{self.transition_capacities:.2f} OST writes",
         ]
+        if math.isnan(self.onset_capacities):
+            lines.append(f"no onset within {written:g} OST writes (one OST = {tb:.1f} TB)")
+        else:
+            lines.append(
+                f"onset after {self.onset_capacities:.2f} OST writes "
+                f"({self.onset_B / 1e12:.0f} TB; one OST = {tb:.1f} TB), 10-90 % of the loss "
+                f"within {self.transition_capacities:.2f} OST writes"
+            )
         if self.trim_duration_s is not None and self.recovered is not None:
             lines.append(
                 f"TRIM took {self.trim_duration_s / 3600:.1f} h and restored "
@@ -306,7 +312,7 @@ def loss_summary(written: np.ndarray, loss: np.ndarray) -> tuple[float, float, f
     tail = loss[-max(1, len(loss) // 4) :]
     plateau = float(np.mean(tail))
     onset = _interp_crossing(written, loss, ONSET_LOSS)
-    if plateau <= 0:
+    if plateau < ONSET_LOSS:
         return plateau, onset, math.nan
     lo = _interp_crossing(written, loss, 0.1 * plateau)
     hi = _interp_crossing(written, loss, 0.9 * plateau)
