@@ -165,3 +165,17 @@ def test_a_drive_datasheet_key_can_be_set_from_the_command_line() -> None:
     loaded = load_scenario(AGING, {"system.oss.drive.overprovisioning": "0.3"})
     assert loaded.system.model.oss.drive.overprovisioning == 0.3
     assert loaded.system.model.mds.drive.overprovisioning == pytest.approx(0.1453)
+
+
+def test_describe_names_the_aged_loss_the_simulation_reaches() -> None:
+    """`describe`'s closed-form steady state (greedy mean field) against the fluid run."""
+    loaded = load_scenario(AGING)
+    derived = loaded.system.kind.describe(loaded.system.model).derived
+    simulated = fig8()
+    assert derived["aged_write_loss"] == pytest.approx(simulated.loss, abs=0.005)
+    plateau = [
+        wa
+        for x, wa in zip(simulated.written_capacities, simulated.write_amplification, strict=True)
+        if 7.5 <= x <= 10.0  # settled, before the TRIM
+    ]
+    assert derived["aged_write_amplification"] == pytest.approx(np.mean(plateau), rel=0.01)

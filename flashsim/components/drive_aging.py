@@ -27,6 +27,7 @@ from typing import Literal
 import numpy as np
 
 from flashsim.components.aging_spec import AgingSpec
+from flashsim.components.ftl_analytic import greedy_wa_mean_field
 from flashsim.components.ftl_api import AgingModel, fluid_model, micro_model
 from flashsim.components.ssd import SsdSpec
 
@@ -125,3 +126,24 @@ def build_drive_aging(
             window_fraction=spec.wa_window,
         )
     return DriveAging(drive=drive, model=model, logical_B=logical, fill=fill)
+
+
+def steady_write_loss(
+    drive: SsdSpec, spec: AgingSpec, written_fraction: float, fill: float
+) -> tuple[float, float]:
+    """(write amplification, loss of host write bandwidth) once fully aged without TRIM.
+
+    Every churned logical unit then holds data the drive counts as valid; the
+    cold ``fill`` sits in full blocks GC never picks, so the churned space has
+    the whole spare flash to itself: spare factor ``(NAND - logical) / (NAND -
+    cold)``.  Greedy GC's mean-field steady state
+    (:func:`~flashsim.components.ftl_analytic.greedy_wa_mean_field`, which the
+    fluid model converges to) gives the write amplification; the loss is
+    ``1 - headroom / WA`` beyond the NAND headroom.
+    """
+    logical = float(drive.capacity) * written_fraction
+    nand = drive.raw_capacity_B
+    spare = (nand - logical) / (nand - fill * logical)
+    wa = greedy_wa_mean_field(spare, spec.units_per_block)
+    headroom = drive.flash_write_Bps / float(drive.write_bandwidth)
+    return wa, max(0.0, 1.0 - headroom / wa)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import math
 
+from flashsim.components.drive_aging import steady_write_loss
 from flashsim.components.raid import DriveOp
+from flashsim.components.ssd import SsdSpec
 from flashsim.systems.base import Description, LayerPeak, bottleneck
 from flashsim.systems.lustre_fabric import fabric_bounds
 from flashsim.systems.lustre_model import LustreModel
@@ -181,6 +183,11 @@ def describe_model(model: LustreModel) -> Description:
         * drive.capacity
         * raid.usable_fraction(oss.drives_per_target),
     }
+    if oss.aging is not None and isinstance(drive, SsdSpec):
+        written = (oss.drives_per_target - raid.spares) / oss.drives_per_target
+        wa, loss = steady_write_loss(drive, oss.aging, written, oss.aging.cold_fraction)
+        derived["aged_write_amplification"] = wa
+        derived["aged_write_loss"] = loss
     return Description(
         system=model.name,
         kind="lustre",
