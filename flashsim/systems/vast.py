@@ -43,6 +43,7 @@ from flashsim.systems.vast_phases import (
     VastIorPhase,
     VastSizeSweepPhase,
 )
+from flashsim.systems.vast_rebuild import VastRebuildPhase
 from flashsim.systems.vast_study import run_study_phase
 from flashsim.systems.vast_system import VastSystem
 from flashsim.tasks import run_tasks
@@ -60,6 +61,7 @@ __all__ = [
     "VastIorPhase",
     "VastKind",
     "VastModel",
+    "VastRebuildPhase",
     "VastSizeSweepPhase",
     "VastSystem",
 ]
@@ -78,6 +80,7 @@ class VastKind(SystemKind):
         VastIopsGridPhase,
         VastSizeSweepPhase,
         VastEndurancePhase,
+        VastRebuildPhase,
     )
 
     def build(self, model: VastModel, sim: Simulation, fidelity: Fidelity) -> BuiltSystem:

@@ -35,7 +35,17 @@ def check_model(model: VastModel) -> None:
 
 
 def check_phase(model: VastModel, phase: Any) -> None:
-    """Client nodes within ``client.count``; ranks within :func:`check_size` (h1, issue 11)."""
+    """Client nodes within ``client.count``; ranks within :func:`check_size` (h1, issue 11).
+
+    A ``vast-rebuild`` phase's failed drive must be one of the QLC drives.
+    """
+    if getattr(phase, "workload", "") == "vast-rebuild":
+        qlc = model.dnode.count * model.dnode.qlc_drives
+        if phase.drive >= qlc:
+            raise ValueError(
+                f"drive: QLC drive {phase.drive} does not exist; the system has {qlc} "
+                f"(0..{qlc - 1})"
+            )
     nodes, per_node = getattr(phase, "nodes", None), getattr(phase, "ranks_per_node", 1)
     most = max(nodes, default=0) if isinstance(nodes, list) else nodes
     if isinstance(most, int) and most > model.client.count:

@@ -29,6 +29,7 @@ from flashsim.systems.vast_phases import (
     buffered_write,
 )
 from flashsim.systems.vast_queues import closed_loop_rpcs_per_s
+from flashsim.systems.vast_rebuild import VastRebuildPhase, run_vast_rebuild
 from flashsim.systems.vast_request import VastRequests
 from flashsim.units import MIB
 from flashsim.workloads.ior import IorDetails, IorPhase, IorRunner, RankStream
@@ -282,6 +283,8 @@ class VastSystem(VastRequests):
         """
         if isinstance(phase, VastEndurancePhase):
             return run_endurance(self, phase)
+        if isinstance(phase, VastRebuildPhase):
+            return run_vast_rebuild(self, phase)
         if isinstance(phase, VastGridPhase | VastIopsGridPhase | VastSizeSweepPhase):
             if self.studies is None:
                 raise ValueError(
