@@ -107,6 +107,7 @@ def test_bytes_are_conserved() -> None:
         assert np.all(levels >= -1e-12) and levels.sum() <= 1.0 + 1e-9
 
 
+@pytest.mark.slow  # a wall-clock budget: `make bench` reports ftl_fluid_day_s every run
 def test_a_day_of_writes_is_cheap() -> None:
     """One drive-day at Perlmutter's rate (~0.05 drive writes) costs well under 10 ms."""
     fluid = fluid_model(15.36e12, 0.25, 64, 4.0, 0.3)

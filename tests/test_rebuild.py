@@ -213,6 +213,15 @@ def test_priority_trades_foreground_bandwidth_for_rebuild_time(tmp_path: Path) -
         assert not r.data_lost
 
 
+def test_a_late_failure_times_only_the_degraded_period(tmp_path: Path) -> None:
+    """Healthy time before the failure counts neither in the rebuild time nor the bandwidth."""
+    now = _details(_phase(REBUILD + 'failures = [{ drive = 0, at = "0 s" }]\n', tmp=tmp_path))
+    late = _details(_phase(REBUILD + 'failures = [{ drive = 0, at = "60 s" }]\n', tmp=tmp_path))
+    assert late.rebuild_time_s == pytest.approx(now.rebuild_time_s, rel=1e-6)
+    assert late.foreground_during_Bps == pytest.approx(now.foreground_during_Bps, rel=1e-6)
+    assert late.rebuild_rate_Bps == pytest.approx(now.rebuild_rate_Bps, rel=1e-6)
+
+
 def test_idle_array_rebuilds_at_full_speed(tmp_path: Path) -> None:
     r = _details(_phase(REBUILD.replace("threads = 64", "threads = 0"), tmp=tmp_path))
     assert r.rebuild_time_s == pytest.approx(r.rebuild_alone_s, rel=1e-9)

@@ -1,7 +1,8 @@
 """Fit the two calibrated aging parameters of the Perlmutter model to seed 000 Fig. 8.
 
 ``oss.aging.cold_fraction`` to the ~10 % plateau loss of write bandwidth and
-``oss.aging.spread`` to the onset after ~665 TB written (5 x 133.3 TB), both on
+``oss.aging.spread`` to the onset after ~665 TB written (the seed's 5 x 133.3 TB;
+4.92 of the model's 135.2 TB OSTs), both on
 the ``fig8`` phase of ``scenarios/perlmutter/aging.toml`` (flow fidelity), by
 alternating one-dimensional root finds until both settle.  Prints the values to
 put in ``models/systems/perlmutter.toml``.

@@ -43,7 +43,7 @@ class AgingSpec(StrictModel):
         current write amplification is measured (both fidelities).
     """
 
-    units_per_block: Annotated[int, Field(ge=1)] = Field(
+    units_per_block: Annotated[int, Field(ge=1, le=4096)] = Field(
         description="Independently deleted pieces of data sharing an erase block (1 = none)."
     )
     spread: Annotated[float, Field(ge=1.0)] = Field(

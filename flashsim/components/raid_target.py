@@ -27,6 +27,7 @@ import numpy as np
 import simpy
 
 from flashsim.components.drive import Drive
+from flashsim.components.endurance import catch_up
 from flashsim.components.pcie import PcieLink
 from flashsim.components.raid import DriveOp, RaidSpec
 from flashsim.components.rebuild import DegradedState, RebuildTraffic
@@ -374,11 +375,9 @@ class RaidTarget:
         ``flows_bytes[i]`` is the cumulative byte count of drive ``i``'s PCIe
         down-link (request fidelity records each write as it happens).
         """
-        added = 0.0
-        for state, total in zip(self.states, flows_bytes, strict=False):
-            added += total - state.flow_bytes_B
-            state.record_write(total - state.flow_bytes_B)
-            state.flow_bytes_B = total
+        added = sum(
+            catch_up(state, total) for state, total in zip(self.states, flows_bytes, strict=False)
+        )
         if self.aging is not None and self.states:
             self.aging.record(added / len(self.states))
 

@@ -23,11 +23,11 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 import simpy
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from flashsim.components.drive_aging import build_drive_aging
 from flashsim.components.ssd import SsdSpec
-from flashsim.config import Bytes, Seconds, StrictModel
+from flashsim.config import Bytes, Seconds, StrictModel, field_error
 from flashsim.engine.flows import Flow, Resource
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.systems.base import Fidelity
@@ -105,6 +105,17 @@ class OstAgingPhase(StrictModel):
         ),
     )
 
+    @model_validator(mode="after")
+    def _trim_within_the_run(self) -> OstAgingPhase:
+        """A TRIM needs an OST capacity written after it to measure the recovery."""
+        if self.trim_at is not None and self.trim_at + 1.0 > self.written:
+            raise field_error(
+                "trim_at",
+                f"must leave at least one OST write after the TRIM to measure the recovery "
+                f"(written = {self.written:g})",
+            )
+        return self
+
 
 @dataclass(frozen=True, kw_only=True)
 class OstAgingDetails(PhaseDetails):
@@ -133,7 +144,8 @@ class OstAgingDetails(PhaseDetails):
         Time (s) the TRIM took (every drive deallocating its dead space at its
         ``trim_bandwidth``); ``None`` without TRIM.
     recovered : float or None
-        Relative write bandwidth right after the TRIM.
+        Mean relative write bandwidth over the first OST capacity written
+        after the TRIM (the measurements in ``(trim, trim + 1]``).
     """
 
     ost_capacity_B: float
@@ -339,7 +351,7 @@ def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) 
     rel: list[float] = [1.0]
     wa: list[float] = [ost.aging.write_amplification()]
     trim_s: float | None = None
-    recovered: float | None = None
+    trimmed_at = math.inf
     for k in range(1, phase.steps + 1):
         ost.aging.record(step * capacity * per_drive)
         xs.append(k * step)
@@ -347,7 +359,10 @@ def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) 
         wa.append(ost.aging.write_amplification())
         if phase.trim_at is not None and trim_s is None and xs[-1] >= phase.trim_at:
             trim_s = trim_time_s(ost, ost.aging.trim())
-            recovered = measure() / fresh
+            trimmed_at = xs[-1]
+    ost.aging = None  # the next phase finds fresh drives, as a rebuild leaves healthy ones
+    after = [r for x, r in zip(xs, rel, strict=True) if trimmed_at < x <= trimmed_at + 1.0]
+    recovered = float(np.mean(after)) if after else None
     before = np.array(xs), 1.0 - np.array(rel)
     if phase.trim_at is not None:
         keep = before[0] <= phase.trim_at

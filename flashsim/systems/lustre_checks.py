@@ -25,6 +25,16 @@ def check_model(model: LustreModel) -> None:
     """Cross-field checks; raise ``ValueError("dotted.key: message")``."""
     if model.oss.count < 1:
         raise ValueError("oss.count: a Lustre system needs at least one OSS")
+    oss = model.oss
+    if oss.aging is not None and isinstance(oss.drive, SsdSpec):
+        n = oss.drives_per_target
+        written = float(oss.drive.capacity) * (n - oss.raid.spares) / n
+        if oss.drive.raw_capacity_B <= written:
+            raise ValueError(
+                f"oss.drive.overprovisioning: {oss.drive.overprovisioning:g} leaves the drives no "
+                "spare flash beyond the space the array writes; SSD aging ([oss.aging]) needs "
+                "some (> 0, or distributed spares in oss.raid)"
+            )
     if isinstance(model.fabric, DragonflySpec):
         roles = sorted({g.role for g in model.fabric.groups})
         for key, role in (

@@ -23,6 +23,11 @@ fidelities agree by construction wherever a capacity binds.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
 from flashsim.components.fabric import Fabric
 from flashsim.components.fabric_spec import fabric_role
 from flashsim.components.placement import Placement
@@ -60,6 +65,8 @@ class LustreCore(BuiltSystem):
         self.model = model
         self.servers: dict[int, ServerNode] = {}
         self.clients: dict[int, ClientNode] = {}
+        #: obdfilter-survey bandwidths of a fleet survey, by its settings (lustre_fleet).
+        self.survey_cache: dict[tuple[Any, ...], NDArray[np.float64]] = {}
         self.fabric = Fabric(sim, f"{model.name}.fabric", model.fabric)
         self._io_groups = len(self.fabric.groups_of(fabric_role(model.fabric, "io")))
         spec = model.client.placement

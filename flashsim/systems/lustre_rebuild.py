@@ -194,7 +194,11 @@ class RebuildDetails(PhaseDetails):
     rebuild_volume_B : float
         Bytes reconstructed (or to reconstruct, if data was lost).
     rebuild_time_s : float
-        From the first failure to the end of the rebuild (NaN if data was lost).
+        Time (s) with a drive down: from each failure to the end of its rebuild,
+        healthy gaps between failures excluded (NaN if data was lost).  A
+        rebuild into distributed spare space restores full redundancy here; the
+        spare space is assumed free again (the failed drive replaced and copied
+        back) before the next failure.
     rebuild_rate_Bps : float
         Mean rebuild rate (bytes/s of reconstructed data).
     rebuild_alone_s : float
@@ -204,7 +208,7 @@ class RebuildDetails(PhaseDetails):
     data_lost : bool
         A failure beyond the parity came before the rebuild ended.
     lost_at_s : float or None
-        Time after the first failure at which data was lost.
+        Time (s) after the first failure at which data was lost.
     """
 
     ost: int
@@ -408,6 +412,10 @@ class _Foreground:
             self.moved_B += self.system.sim.flows.cancel_flow(f)
         self.flows = []
 
+    def moved_now_B(self) -> float:
+        """Bytes moved so far, the running streams' progress included."""
+        return self.moved_B + sum(f.size_B - f.remaining_B for f in self.flows)
+
     def restart(self) -> None:
         """Stop and start again (new costs)."""
         self.stop()
@@ -485,10 +493,11 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
     total = 0.0
     rebuild: RebuildFlows | None = None
     lost_at: float | None = None
-    fg_start = fg.moved_B
     pending = list(events)
     every: list[int] = []  # every drive that failed
     volume = 0.0  # bytes reconstructed or to reconstruct, over all rebuilds
+    degraded_s = 0.0  # time with a drive down (rebuild running); healthy gaps excluded
+    degraded_B = 0.0  # foreground bytes moved meanwhile
     while True:
         if rebuild is not None:
             rebuilt += rebuild.stop()
@@ -508,7 +517,7 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
             total += per_drive
             volume += per_drive
         if state.data_lost():
-            lost_at = sim.now - t0
+            lost_at = sim.now - t0 - events[0].at
             break
         if not state.failed:
             if not pending:
@@ -524,10 +533,13 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
         until = sim.now + alone / policy.priority / REBUILD_STEPS
         if pending:
             until = min(until, t0 + pending[0].at)
+        seg_s, seg_B = sim.now, fg.moved_now_B()
         sim.run(sim.env.any_of([rebuild.done, sim.env.timeout(until - sim.now)]))
+        degraded_s += sim.now - seg_s
+        degraded_B += fg.moved_now_B() - seg_B
     fg.stop()
-    during_s = sim.now - t0
-    during = (fg.moved_B - fg_start) / during_s if during_s > 0 else math.nan
+    during_s = degraded_s
+    during = degraded_B / during_s if during_s > 0 else math.nan
     ost.degraded = None
     fg.start()
     after = fg.measure(phase.window) if phase.threads and lost_at is None else math.nan

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from flashsim.components.endurance import (
     DAY_S,
@@ -49,9 +49,10 @@ from flashsim.components.endurance import (
     drive_wear,
 )
 from flashsim.components.tier import compressed_fraction
-from flashsim.config import Bandwidth, Bytes, StrictModel
+from flashsim.config import Bandwidth, Bytes, StrictModel, field_error
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.systems.vast_phases import VastIorPhase
+from flashsim.units import format_quantity
 
 if TYPE_CHECKING:
     from flashsim.systems.vast_topology import VastTopology
@@ -98,6 +99,19 @@ class VastEndurancePhase(StrictModel):
     fidelity: Literal["flow", "request"] | None = Field(
         None, description="Fidelity of the simulated sample (default: the scenario's)."
     )
+
+    @model_validator(mode="after")
+    def _sample_holds_a_write_per_rank(self) -> VastEndurancePhase:
+        """The sample must give every rank at least one write call."""
+        least = self.transfer_size * self.nodes * self.ranks_per_node
+        if self.sample < least:
+            raise field_error(
+                "sample",
+                f"must hold at least one {format_quantity(self.transfer_size, 'bytes')} write "
+                f"per rank ({format_quantity(least, 'bytes')} for {self.nodes} x "
+                f"{self.ranks_per_node} ranks)",
+            )
+        return self
 
 
 # ------------------------------------------------------------------ wear state
