@@ -28,7 +28,8 @@ from flashsim.engine.randomness import RandomStreams
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.scenario import load_scenario, run_loaded
-from flashsim.systems.lustre_rebuild import DegradedSurveyDetails, RebuildDetails
+from flashsim.systems.lustre_degraded import DegradedSurveyDetails
+from flashsim.systems.lustre_rebuild import RebuildDetails
 
 ROOT = Path(__file__).resolve().parent.parent
 PM1733 = ROOT / "models/drives/samsung-pm1733-15.36TB.toml"

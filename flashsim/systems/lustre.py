@@ -20,6 +20,8 @@ from flashsim.measure.results import PhaseResult
 from flashsim.systems.base import Description, Fidelity, SystemKind
 from flashsim.systems.lustre_aging import OstAgingPhase, run_ost_aging
 from flashsim.systems.lustre_checks import check_model, check_phase
+from flashsim.systems.lustre_data_loss import DataLossPhase, run_data_loss
+from flashsim.systems.lustre_degraded import DegradedSurveyPhase, run_degraded_survey
 from flashsim.systems.lustre_describe import describe_model
 from flashsim.systems.lustre_fleet import (
     IorStragglersPhase,
@@ -40,14 +42,7 @@ from flashsim.systems.lustre_phases import (
     run_obdfilter,
 )
 from flashsim.systems.lustre_production import ProductionAgingPhase, run_production_aging
-from flashsim.systems.lustre_rebuild import (
-    DataLossPhase,
-    DegradedSurveyPhase,
-    RebuildPhase,
-    run_data_loss,
-    run_degraded_survey,
-    run_rebuild,
-)
+from flashsim.systems.lustre_rebuild import RebuildPhase, run_rebuild
 from flashsim.workloads.ior import IorPhase, IorRunner, IorTarget, IorTargetDefaults
 
 __all__ = [

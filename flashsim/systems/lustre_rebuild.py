@@ -1,4 +1,9 @@
-"""Lustre phases of failed drives: ``rebuild``, ``degraded-survey`` and ``data-loss``.
+"""Lustre phases of failed drives: ``rebuild``, and what the others share.
+
+The Spider-style ``degraded-survey`` is :mod:`flashsim.systems.lustre_degraded`,
+the ``data-loss`` study :mod:`flashsim.systems.lustre_data_loss`; this module
+holds the rebuild policy, the foreground load and the rebuild start they use,
+and the checks of all three.
 
 * ``rebuild``: drives of one OST fail while an obdfilter-survey-like load runs
   on it; the rebuild (:class:`~flashsim.components.rebuild.RebuildFlows`)
@@ -27,19 +32,10 @@ import math
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import numpy as np
 from pydantic import Field
 
 from flashsim.components.failures import (
-    PM1733_MTBF_H,
-    YEAR_S,
-    afr_from_mtbf,
-    check_afr,
-    failure_rate_per_s,
     failure_times,
-    markov_loss_probability,
-    markov_mttdl,
-    simulate_data_loss,
 )
 from flashsim.components.rebuild import (
     ArrayGeometry,
@@ -50,7 +46,6 @@ from flashsim.components.rebuild import (
 )
 from flashsim.config import Bytes, NonNegativeSeconds, Seconds, StrictModel, UnitFraction
 from flashsim.engine.flows import Flow
-from flashsim.engine.randomness import RandomStreams
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_cost import op_cost
@@ -62,8 +57,6 @@ ENDLESS_B = 1e18
 #: Foreground flows are restarted this many times during a rebuild, so their
 #: degraded-read costs follow the rebuilt fraction.
 REBUILD_STEPS = 10
-#: Rebuild-priority values of the ``data-loss`` phase when none are given.
-DEFAULT_PRIORITIES = (0.05, 0.1, 0.3, 1.0)
 
 
 Priority = Annotated[float, Field(gt=0.0, le=1.0)]
@@ -118,67 +111,6 @@ class RebuildPhase(StrictModel):
         ),
     )
     horizon: Seconds = Field("1 day", description="Window (after the healthy one) of `afr` draws.")
-
-
-class DegradedSurveyPhase(StrictModel):
-    """Spider's block-io-ssu-degraded test: all OSTs driven while some rebuild (seed 003 §6)."""
-
-    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
-    workload: Literal["degraded-survey"]
-    operation: OpKind = Field(description="Write or read test of every OST.")
-    access: Literal["sequential", "random"] = Field(
-        "sequential", description="Sequential (full-stripe writes) or random offsets."
-    )
-    record_size: Bytes = Field("1 MiB", description="Bytes per I/O (Spider: 4 KiB to 1 MiB).")
-    queue_depth: Annotated[int, Field(ge=1)] = Field(
-        16, description="I/Os in flight per OST (Spider: 4, 8 or 16)."
-    )
-    osts: Annotated[int, Field(ge=1)] | None = Field(
-        None, description="OSTs tested, from OST 0 (default: all)."
-    )
-    degraded_fraction: UnitFraction = Field(
-        0.1, description="Share of the tested OSTs with a failed drive in active rebuild."
-    )
-    priority: Priority | None = Field(
-        None, description="Rebuild priority (0, 1]; default: the model's `oss.rebuild.priority`."
-    )
-    duration: Seconds = Field("30 s", description="Length of each test (Spider: 30 s).")
-
-
-class DataLossPhase(StrictModel):
-    """Probability of data loss per year against rebuild priority, for the whole system."""
-
-    name: str = Field(description="Phase name, for output and `--set phases.<name>.<key>`.")
-    workload: Literal["data-loss"]
-    priorities: list[Priority] = Field(
-        default_factory=lambda: list(DEFAULT_PRIORITIES),
-        description="Rebuild priorities (0, 1]; each gives a rebuild time under full load.",
-    )
-    afrs: list[float] = Field(
-        default_factory=lambda: [afr_from_mtbf(PM1733_MTBF_H)],
-        description=(
-            "Annualised failure rates per drive (fractions); default the PM1733's 2,000,000 h "
-            "MTBF, 0.437 %/year (failures.PM1733_MTBF_H; not in the seeds)."
-        ),
-    )
-    fill: UnitFraction = Field(1.0, description="Share of a failed drive the rebuild rebuilds.")
-    detection: NonNegativeSeconds = Field(
-        "5 min",
-        description="Time from a failure to the rebuild's start. ASSUMED (no seed gives it).",
-    )
-    load: Literal["full", "idle"] = Field(
-        "full",
-        description=(
-            "Rebuild under full foreground load (the guaranteed priority share) or on idle "
-            "drives (the policy's idle fraction)."
-        ),
-    )
-    trials: Annotated[int, Field(ge=1)] = Field(
-        100_000, description="Simulated system-years per point."
-    )
-    repair: Literal["fixed", "exponential"] = Field(
-        "fixed", description="Rebuild-time distribution in the Monte Carlo."
-    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -239,119 +171,8 @@ class RebuildDetails(PhaseDetails):
         return lines
 
 
-@dataclass(frozen=True, kw_only=True)
-class DegradedSurveyDetails(PhaseDetails):
-    """``PhaseResult.extra`` of a ``degraded-survey`` phase (bandwidths in bytes/s).
-
-    Attributes
-    ----------
-    healthy_Bps, degraded_Bps : float
-        System bandwidth of the test healthy and with the degraded OSTs.
-    ratio : float
-        ``degraded_Bps / healthy_Bps``.
-    degraded_osts : list of int
-        OSTs with a failed drive in rebuild.
-    per_ost_Bps : list of float
-        Each tested OST's bandwidth in the degraded test, by index.
-    degraded_ost_median_Bps, healthy_ost_median_Bps : float
-        Median OST bandwidth of the degraded and of the other OSTs, degraded test.
-    ost_min_Bps, ost_p10_Bps, ost_max_Bps : float
-        Spread of the per-OST bandwidths in the degraded test.
-    rebuild_progress : float
-        Mean share of the drive rebuilt during the test.
-    """
-
-    healthy_Bps: float
-    degraded_Bps: float
-    ratio: float
-    degraded_osts: list[int]
-    per_ost_Bps: list[float]
-    degraded_ost_median_Bps: float
-    healthy_ost_median_Bps: float
-    ost_min_Bps: float
-    ost_p10_Bps: float
-    ost_max_Bps: float
-    rebuild_progress: float
-
-    def findings(self) -> list[str]:
-        """System bandwidth degraded against healthy, and a degraded OST against a healthy one."""
-        return [
-            f"{len(self.degraded_osts)} OSTs rebuilding: system {self.degraded_Bps / 1e9:.1f} GB/s "
-            f"vs {self.healthy_Bps / 1e9:.1f} GB/s healthy ({100 * self.ratio:.1f} %)",
-            f"median OST {self.degraded_ost_median_Bps / 1e9:.3f} GB/s degraded, "
-            f"{self.healthy_ost_median_Bps / 1e9:.3f} GB/s healthy",
-        ]
-
-
-@dataclass(frozen=True)
-class DataLossPoint:
-    """One (AFR, priority) point of a ``data-loss`` phase.
-
-    Attributes
-    ----------
-    afr : float
-        Annualised failure rate per drive.
-    priority : float
-        Rebuild priority.
-    rebuild_s : float
-        Time a failed drive stays down: detection plus rebuild (s).
-    probability : float
-        Monte Carlo probability of data loss per system-year.
-    ci_low, ci_high : float
-        Its 95 % Clopper-Pearson interval.
-    markov_probability : float
-        The exact Markov-chain probability per system-year (exponential rebuild).
-    mttdl_years : float
-        Markov mean time to data loss of the system (years).
-    failures_per_year : float
-        Mean drive failures per system-year in the Monte Carlo.
-    """
-
-    afr: float
-    priority: float
-    rebuild_s: float
-    probability: float
-    ci_low: float
-    ci_high: float
-    markov_probability: float
-    mttdl_years: float
-    failures_per_year: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class DataLossDetails(PhaseDetails):
-    """``PhaseResult.extra`` of a ``data-loss`` phase.
-
-    Attributes
-    ----------
-    arrays : int
-        Independent groups in the system.
-    width, tolerance : int
-        Drives per group and failures a group survives.
-    rebuild_alone_s : float
-        Rebuild time of one failed drive on idle drives (s).
-    points : list of DataLossPoint
-    """
-
-    arrays: int
-    width: int
-    tolerance: int
-    rebuild_alone_s: float
-    points: list[DataLossPoint]
-
-    def findings(self) -> list[str]:
-        """Data-loss probability per year at each AFR and rebuild priority."""
-        return [
-            f"AFR {100 * p.afr:.3g} %, priority {p.priority:g} "
-            f"(rebuild {p.rebuild_s / 3600:.2f} h): "
-            f"P(loss)/year {p.probability:.3g} Monte Carlo [{p.ci_low:.2g}, {p.ci_high:.2g}], "
-            f"{p.markov_probability:.3g} Markov"
-            for p in self.points
-        ]
-
-
 # ............................................................... helpers
-def _policy(system: LustreCore, priority: float | None) -> RebuildPolicy:
+def rebuild_policy(system: LustreCore, priority: float | None) -> RebuildPolicy:
     """The server's rebuild policy, with the phase's priority if it gives one."""
     base = system.model.oss.rebuild
     if priority is None:
@@ -367,7 +188,7 @@ def geometry_of(system: LustreCore) -> ArrayGeometry:
     return ArrayGeometry.of_raid(spec.raid, spec.drives_per_target)
 
 
-class _Foreground:
+class ForegroundLoad:
     """``threads`` obdfilter-like streams on one OST, restartable when its costs change."""
 
     def __init__(
@@ -466,7 +287,7 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
     """Fail drives of one OST under load; rebuild; foreground before, during and after."""
     sim = system.sim
     _, ost = system.ost(phase.ost)
-    policy = _policy(system, phase.priority)
+    policy = rebuild_policy(system, phase.priority)
     geom = geometry_of(system)
     if phase.failures is not None:
         failures = list(phase.failures)
@@ -482,7 +303,7 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
     for f in failures:
         geom.check_drive(f.drive)
     seq = phase.access == "sequential"
-    fg = _Foreground(system, phase.ost, phase.operation, phase.record_size, phase.threads, seq)
+    fg = ForegroundLoad(system, phase.ost, phase.operation, phase.record_size, phase.threads, seq)
     fg.start()
     before = fg.measure(phase.window) if phase.threads else 0.0
     per_drive = phase.fill * float(ost.drive.capacity)
@@ -571,163 +392,6 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
         sim_time_s=sim.now - t0,
         bytes_B=fg.moved_B,
         extra=details,
-    )
-
-
-# ....................................................... degraded survey
-def degraded_set(system: LustreCore, phase: DegradedSurveyPhase, n: int) -> list[int]:
-    """OSTs of the survey that carry a failed drive: a seeded random ``degraded_fraction``.
-
-    The same OSTs in every phase of a run (a fresh stream of the run's seed), and a
-    larger fraction contains a smaller one.
-    """
-    count = round(phase.degraded_fraction * n)
-    rng = RandomStreams(system.sim.seed).stream(f"{system.model.name}.degraded-survey")
-    return sorted(int(i) for i in rng.permutation(n)[:count])
-
-
-def _survey(
-    system: LustreCore, phase: DegradedSurveyPhase, osts: list[int], degraded: list[int]
-) -> tuple[list[float], float]:
-    """Drive every OST for ``duration``; rebuild a drive of each ``degraded`` OST meanwhile.
-
-    Returns the per-OST bandwidths (bytes/s) and the mean rebuild progress.
-    """
-    sim = system.sim
-    policy = _policy(system, phase.priority)
-    geom = geometry_of(system)
-    rebuilds: list[RebuildFlows] = []
-    for i in degraded:
-        _, ost = system.ost(i)
-        state = DegradedState(geom, [0], decode_Bps=policy.decode_bandwidth)
-        ost.degraded = state
-        rebuilds.append(
-            start_rebuild(system, ost, state, float(ost.drive.capacity), policy, phase.name)
-        )
-    seq = phase.access == "sequential"
-    fgs = [
-        _Foreground(system, i, phase.operation, phase.record_size, phase.queue_depth, seq)
-        for i in osts
-    ]
-    for fg in fgs:
-        fg.start()
-    sim.run(sim.now + phase.duration)
-    for fg in fgs:
-        fg.stop()
-    progress = [r.progress() for r in rebuilds]
-    for r in rebuilds:
-        r.stop()
-    for i in degraded:
-        system.ost(i)[1].degraded = None
-    return [fg.moved_B / phase.duration for fg in fgs], float(
-        np.mean(progress)
-    ) if progress else 0.0
-
-
-def run_degraded_survey(system: LustreCore, phase: DegradedSurveyPhase) -> PhaseResult:
-    """The test healthy, then with ``degraded_fraction`` of the OSTs rebuilding a drive."""
-    n = phase.osts or system.n_osts
-    osts = list(range(n))
-    degraded = degraded_set(system, phase, n)
-    start = system.sim.now
-    healthy, _ = _survey(system, phase, osts, [])
-    per_ost, progress = _survey(system, phase, osts, degraded)
-    bw = np.array(per_ost)
-    down = set(degraded)
-    deg = (
-        np.array([b for i, b in enumerate(per_ost) if i in down]) if down else np.array([math.nan])
-    )
-    ok = (
-        np.array([b for i, b in enumerate(per_ost) if i not in down])
-        if len(down) < n
-        else np.array([math.nan])
-    )
-    healthy_bw = float(sum(healthy))
-    system_bw = float(bw.sum())
-    details = DegradedSurveyDetails(
-        healthy_Bps=healthy_bw,
-        degraded_Bps=system_bw,
-        ratio=system_bw / healthy_bw,
-        degraded_osts=degraded,
-        per_ost_Bps=[float(b) for b in bw],
-        degraded_ost_median_Bps=float(np.median(deg)),
-        healthy_ost_median_Bps=float(np.median(ok)),
-        ost_min_Bps=float(bw.min()),
-        ost_p10_Bps=float(np.percentile(bw, 10)),
-        ost_max_Bps=float(bw.max()),
-        rebuild_progress=progress,
-    )
-    return PhaseResult(
-        name=phase.name,
-        operation=phase.operation,
-        bandwidth_Bps=system_bw,
-        iops=system_bw / phase.record_size,
-        ranks=n * phase.queue_depth,
-        transfer_size_B=phase.record_size,
-        sim_time_s=system.sim.now - start,
-        bytes_B=system_bw * phase.duration,
-        extra=details,
-    )
-
-
-# ............................................................. data loss
-def run_data_loss(system: LustreCore, phase: DataLossPhase) -> PhaseResult:
-    """Data-loss probability per system-year against rebuild priority and AFR."""
-    geom = geometry_of(system)
-    _, ost = system.ost(0)
-    alone = alone_rebuild_s(system, ost, [0], phase.fill)
-    if geom.layout in ("declustered", "erasure"):
-        width, per_target = geom.drives, 1
-    else:
-        width, per_target = geom.width, geom.drives // geom.width
-    groups = system.n_osts * per_target
-    rng = system.sim.rng(f"{system.model.name}.{phase.name}.montecarlo")
-    points = []
-    for afr in phase.afrs:
-        check_afr(afr)
-        for priority in phase.priorities:
-            share = priority if phase.load == "full" else _policy(system, priority).idle_fraction
-            down_s = phase.detection + alone / share
-            est = simulate_data_loss(
-                rng, groups, width, geom.redundancy, afr, down_s, phase.trials, repair=phase.repair
-            )
-            lam = failure_rate_per_s(afr)
-            if lam > 0:
-                markov = markov_loss_probability(
-                    width, geom.redundancy, lam, 1.0 / down_s, YEAR_S, groups
-                )
-                mttdl = markov_mttdl(width, geom.redundancy, lam, 1.0 / down_s) / groups / YEAR_S
-            else:
-                markov, mttdl = 0.0, math.inf
-            points.append(
-                DataLossPoint(
-                    afr=afr,
-                    priority=priority,
-                    rebuild_s=down_s,
-                    probability=est.probability,
-                    ci_low=est.ci_low,
-                    ci_high=est.ci_high,
-                    markov_probability=markov,
-                    mttdl_years=mttdl,
-                    failures_per_year=est.failures_per_trial,
-                )
-            )
-    return PhaseResult(
-        name=phase.name,
-        operation="data-loss",
-        bandwidth_Bps=0.0,
-        iops=0.0,
-        ranks=groups,
-        transfer_size_B=0.0,
-        sim_time_s=0.0,
-        bytes_B=0.0,
-        extra=DataLossDetails(
-            arrays=groups,
-            width=width,
-            tolerance=geom.redundancy,
-            rebuild_alone_s=alone,
-            points=points,
-        ),
     )
 
 
