@@ -65,8 +65,7 @@ class DriveAging:
 
     def write_time_scale(self) -> float:
         """Factor on host write transfer times: ``max(1, WA * host / flash)``."""
-        headroom = self.drive.flash_write_Bps / float(self.drive.write_bandwidth)
-        return max(1.0, self.model.write_amplification() / headroom)
+        return max(1.0, self.model.write_amplification() / self.drive.write_headroom)
 
     def dead_B(self) -> float:
         """Bytes per drive a TRIM deallocates: valid to the drive, dead to the file system."""
@@ -145,5 +144,4 @@ def steady_write_loss(
     nand = drive.raw_capacity_B
     spare = (nand - logical) / (nand - fill * logical)
     wa = greedy_wa_mean_field(spare, spec.units_per_block)
-    headroom = drive.flash_write_Bps / float(drive.write_bandwidth)
-    return wa, max(0.0, 1.0 - headroom / wa)
+    return wa, max(0.0, 1.0 - drive.write_headroom / wa)

@@ -144,6 +144,12 @@ class SsdSpec(StrictModel):
             return float(self.write_bandwidth)
         return float(self.flash_write_bandwidth)
 
+    @property
+    def write_headroom(self) -> float:
+        """NAND program bandwidth over host write bandwidth: the write amplification
+        garbage collection can reach before host writes slow down (dimensionless)."""
+        return self.flash_write_Bps / float(self.write_bandwidth)
+
     def random_iops_ceiling(self, op: OpKind, size_B: float) -> float:
         """Saturated operations/s for ``size_B``-byte operations: ``min(iops, bw / size)``."""
         return min(self.iops(op), self.bandwidth_Bps(op) / size_B)

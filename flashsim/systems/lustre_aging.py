@@ -38,6 +38,9 @@ from flashsim.systems.lustre_nodes import OstNode
 #: Loss of write bandwidth (fraction) that marks the onset of aging.
 ONSET_LOSS = 0.01
 
+#: Simulated time (s) a flow-fidelity measurement runs (its rates are constant meanwhile).
+MEASURE_WINDOW_S = 1.0
+
 #: Bytes per deallocate command of a TRIM flow (its unit on the drives' time-based data paths).
 TRIM_OP_B = 2.0**20
 
@@ -262,6 +265,9 @@ def write_rates_Bps(
     sim.flows.solve_now()
     rates = [float(r) for r in sim.flows.rates_Bps(flows)]
     trim_rates = {i: f.rate_Bps for i, f in trim_flows.items()}
+    # Run the constant rates for a moment so the phase's bottleneck report, which
+    # reads the resources' usage over simulated time, sees what the measurement loaded.
+    sim.run(sim.now + MEASURE_WINDOW_S)
     for f in [*flows, *trim_flows.values()]:
         sim.flows.cancel_flow(f)
     return rates, trim_rates
