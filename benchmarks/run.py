@@ -28,7 +28,10 @@ Prints one JSON object per line per benchmark with ``name``, ``value``,
 * ``ftl_micro_unit_writes_per_s`` and ``ftl_fluid_day_s``: :mod:`benchmarks.ftl`,
   the page-mapped FTL micro-model's host unit writes per second on a long
   uniform-random stream, and one drive-day of the fluid model (reported without
-  targets).
+  targets);
+* ``replay_2048_ranks_s``, ``production_mix_hour_s`` (and its peak memory) and
+  ``io500_perlmutter_s``: :mod:`benchmarks.workloads`, issue 10's workloads at
+  an architect's size (targets 30 s, 60 s and 1 GiB, 60 s).
 """
 
 from __future__ import annotations
@@ -185,6 +188,14 @@ def main() -> int:
         "ftl_micro_unit_writes_per_s", record["ftl_micro_unit_writes_per_s"], "writes/s", None, True
     )
     emit("ftl_fluid_day_s", record["ftl_fluid_day_s"], "s", None, False)
+
+    record = child("benchmarks.workloads", "replay")
+    ok &= emit("replay_2048_ranks_s", record["wall_s"], "s", 30.0, False)
+    record = child("benchmarks.workloads", "mix")
+    ok &= emit("production_mix_hour_s", record["wall_s"], "s", 60.0, False)
+    ok &= emit("production_mix_hour_peak_rss_MiB", record["peak_rss_MiB"], "MiB", 1024.0, False)
+    record = child("benchmarks.workloads", "io500")
+    ok &= emit("io500_perlmutter_s", record["wall_s"], "s", 60.0, False)
     return 0 if ok else 1
 
 

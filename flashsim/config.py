@@ -134,6 +134,7 @@ def quantity(dimension: Dimension, minimum: float | None = 0.0, exclusive: bool 
 
 
 Bytes = quantity("bytes")
+NonNegativeBytes = quantity("bytes", 0.0, exclusive=False)
 Bandwidth = quantity("bandwidth")
 NonNegativeBandwidth = quantity("bandwidth", 0.0, exclusive=False)
 Seconds = quantity("time")

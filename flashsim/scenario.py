@@ -133,8 +133,17 @@ def _resolve(data: Mapping[str, Any], key: str) -> object:
 def load_scenario(path: str | Path, overrides: Mapping[str, str] = {}) -> LoadedScenario:
     """Load a scenario and its model, applying ``--set`` overrides to both."""
     p = Path(path)
+    return scenario_from_data(load_toml(p), p, overrides)
+
+
+def scenario_from_data(
+    data: dict[str, Any], p: Path, overrides: Mapping[str, str] = {}
+) -> LoadedScenario:
+    """A scenario from its parsed table; ``p`` names it in messages and anchors relative paths.
+
+    ``flashsim replay`` builds its one-phase scenario this way.
+    """
     model_over, scenario_over = split_overrides(overrides)
-    data = load_toml(p)
     apply_overrides(data, scenario_over, str(p))
     spec = validate(ScenarioFile, data, p)
     system_path = (p.parent / spec.system).resolve()
@@ -144,24 +153,32 @@ def load_scenario(path: str | Path, overrides: Mapping[str, str] = {}) -> Loaded
     model_set.update(model_over)
     system = load_system_model(system_path, model_set)
     phases = [
-        validate(system.kind.phase_type, raw, p, key_prefix=f"phases.{i}")
+        validate(
+            system.kind.phase_type,
+            raw,
+            p,
+            context={"scenario_dir": p.resolve().parent},
+            key_prefix=f"phases.{i}",
+        )
         for i, raw in enumerate(spec.phases)
     ]
-    check_phases(p, spec.phases, system, phases)
+    check_phases(p, spec.phases, system, phases, spec.seed)
     return LoadedScenario(p, spec, system, phases)
 
 
 def check_phases(
-    path: Path, raw: list[dict[str, Any]], system: LoadedModel, phases: list[Any]
+    path: Path, raw: list[dict[str, Any]], system: LoadedModel, phases: list[Any], seed: int = 0
 ) -> None:
     """Checks across phases and against the model, before anything is built.
 
     Phase names are unique (``--set phases.<name>.key`` addresses them), a read
     of a ``dataset`` follows a write of it, and the system kind's
     :meth:`~flashsim.systems.base.SystemKind.check_phase` accepts each phase
-    (indices within the model, resources the run would need).
+    (indices within the model, resources the run would need).  Traces (Darshan
+    logs) are read here, so a corrupt one is a bad input (exit 2), not a failed run.
     """
     from flashsim.workloads.ior import IorPhase
+    from flashsim.workloads.jobs import read_phase_traces
 
     seen: dict[str, int] = {}
     written: list[str] = []
@@ -193,6 +210,7 @@ def check_phases(
                     f"no earlier phase writes this dataset (written before: {so_far})",
                 )
         try:
+            read_phase_traces(phase, seed)
             system.kind.check_phase(system.model, phase)
             check_work(phase)
         except ValueError as exc:

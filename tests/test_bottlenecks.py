@@ -306,6 +306,13 @@ BOUND_CASES = [
         "vast-perlmutter-size.toml",
         id="vast-perlmutter-size",
     ),
+    pytest.param(
+        "scenarios/spider/block-io-rpc-size.toml",
+        {},
+        "system",
+        "spider.toml",
+        id="spider-couplet-block-io",
+    ),
 ]
 
 

@@ -92,3 +92,53 @@ class HddSpec(StrictModel):
     def random_iops_ceiling(self, op: OpKind, size_B: float) -> float:
         """Operations/s when command queueing hides the seek: ``1 / (rotation + transfer)``."""
         return float(1.0 / (self.rotational_latency_s + size_B / self.sustained_transfer))
+
+
+class HddStream:
+    """An HDD serving contiguous streams: the head stays on track between accesses.
+
+    A sequential stream over a fixed RAID tier reaches each drive as one
+    contiguous run, so an access costs only its transfer at the sustained
+    media rate (no seek, no rotational latency).  Implements the drive
+    protocol of :mod:`flashsim.components.drive` around an :class:`HddSpec`.
+
+    Parameters
+    ----------
+    spec : HddSpec
+        The drive's datasheet.
+    """
+
+    def __init__(self, spec: HddSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.capacity = float(spec.capacity)
+        self.service_cv = spec.service_cv
+
+    @property
+    def servers(self) -> int:
+        """One actuator."""
+        return 1
+
+    def bandwidth_Bps(self, op: OpKind) -> float:
+        """Sequential bytes/s (the sustained media rate)."""
+        return self.spec.bandwidth_Bps(op)
+
+    def iops(self, op: OpKind) -> float:
+        """Contiguous 4 KiB operations/s at the media rate."""
+        return float(self.spec.sustained_transfer) / 4096.0
+
+    def cmd_s(self, op: OpKind, size_B: float) -> float:
+        """Time (s) the actuator is held: the transfer only."""
+        return size_B / float(self.spec.sustained_transfer)
+
+    def xfer_s(self, op: OpKind, size_B: float) -> float:
+        """No separate data stage: the transfer is part of the access."""
+        return 0.0
+
+    def delay_s(self, op: OpKind, size_B: float) -> float:
+        """No latency outside service."""
+        return 0.0
+
+    def random_iops_ceiling(self, op: OpKind, size_B: float) -> float:
+        """Operations/s of ``size_B``-byte contiguous accesses."""
+        return 1.0 / self.cmd_s(op, size_B)

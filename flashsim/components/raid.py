@@ -12,7 +12,11 @@
 * ``none``: striping without protection.
 
 Declustering spreads every stripe's load over all ``drives`` drives, so each
-drive sees ``1 / drives`` of the operations.
+drive sees ``1 / drives`` of the operations.  A ``raid6`` array that is not
+declustered is one fixed tier of ``data + parity`` drives (e.g. a DDN S2A
+8+2 tier): a request of several full stripes is one contiguous run of
+``stripes x chunk`` bytes on each drive, so a hard disk positions once per
+request rather than once per chunk (seed 003 §5).
 """
 
 from __future__ import annotations
@@ -152,6 +156,10 @@ class RaidSpec(StrictModel):
         stripe = self.stripe_data_B
         if aligned_full or size_B >= stripe:
             stripes = size_B / stripe
+            if not self.declustered:
+                # Fixed tiers: consecutive stripes sit at consecutive offsets of the same
+                # drives, so one write of several stripes is one contiguous run per drive.
+                return [DriveOp("write", stripes * self.chunk, float(self.data + self.parity))]
             return [DriveOp("write", self.chunk, stripes * (self.data + self.parity))]
         touched = math.ceil(size_B / self.chunk)
         rmw = 2 * (touched + self.parity)  # read + write touched and parity chunks
@@ -164,6 +172,9 @@ class RaidSpec(StrictModel):
         """Drive operations for one user read of ``size_B`` bytes (no parity reads)."""
         if size_B <= self.chunk:
             return [DriveOp("read", size_B, 1.0)]
+        if self.level == "raid6" and not self.declustered and size_B >= self.stripe_data_B:
+            # Fixed tiers: each data drive reads one contiguous run (see write_ops).
+            return [DriveOp("read", size_B / self.data, float(self.data))]
         return [DriveOp("read", self.chunk, size_B / self.chunk)]
 
     def is_sub_stripe(self, size_B: float) -> bool:

@@ -30,6 +30,7 @@ from flashsim.components.drive import Drive
 from flashsim.components.endurance import catch_up
 from flashsim.components.pcie import PcieLink
 from flashsim.components.raid import DriveOp, RaidSpec
+from flashsim.components.raid_controller import Controller
 from flashsim.components.rebuild import DegradedState, RebuildTraffic
 from flashsim.components.ssd import SsdState
 from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
@@ -117,6 +118,9 @@ class RaidTarget:
     degraded: DegradedState | None = None
     aging: DriveAging | None = None
     drive_speed: dict[str, list[float]] = field(default_factory=dict)
+    #: External RAID controller in front of the target, shared with other targets (a DDN
+    #: couplet; components.raid_controller); every operation crosses it first.
+    controller: Controller | None = None
 
     def speed(self, op: str, i: int) -> float:
         """Factor (median 1) on drive ``i``'s ``op`` data rate (components.variability)."""
@@ -192,9 +196,11 @@ class RaidTarget:
 
     # ............................................................... flow
     def path(self, cost: TargetCost, share: float = 1.0) -> list[tuple[Resource, float]]:
-        """Flow path (resource, weight) through the RAID engine, drives and links."""
+        """Flow path (resource, weight): controller (if any), RAID engine, drives and links."""
         n = self.n_drives
         path: list[tuple[Resource, float]] = []
+        if self.controller is not None:
+            path.extend(self.controller.path(cost.op, cost.size_B, share))
         if cost.raid_s > 0 and self.raid is not None:
             path.append((self.raid, share * cost.raid_s))
         # A degraded array spreads its work over the survivors (components.rebuild).
@@ -308,12 +314,14 @@ class RaidTarget:
         return out
 
     def visit(self, env: simpy.Environment, cost: TargetCost) -> Generator[simpy.Event, Any, None]:
-        """Request fidelity: the RAID engine, then the drive stages, stage after stage.
+        """Request fidelity: the controller (if any), the RAID engine, then the drive stages.
 
         A spread stage visits every drive with ``count / drives`` of its work; a
         small one visits ``count`` distinct drives picked at random.  Each drive
         visit takes its command and data stages at once and ends with the later.
         """
+        if self.controller is not None:
+            yield self.controller.visit(cost.op, cost.size_B)
         if cost.raid_s > 0 and self.q_raid is not None:
             yield self.q_raid.visit(cost.raid_s)
         drive = self.drive

@@ -21,7 +21,9 @@ back-pressures writers to the migration rate.
 
 Every byte of every object (file) has a location that changes with time: in
 the SCM buffer (in arrival order), or in QLC stripes whose drives depend on
-the compressed width.  Reads are served from where the data lives now
+the compressed width.  Data that existed before the simulation (a file a
+replayed job reads but never wrote) is placed on QLC by :meth:`ScmQlcTier.place_aged`,
+as the migration would have left it long ago.  Reads are served from where the data lives now
 (:meth:`ScmQlcTier.read_weights`).  An incompressible stripe spans all
 ``ec_data + ec_parity`` drives of its stripe; a stripe compressed to ``c``
 spans ``ceil(c * ec_data) + ec_parity`` drives.
@@ -48,6 +50,9 @@ from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 
 FloatArray = npt.NDArray[np.float64]
+#: Where a read goes per logical byte (:meth:`ScmQlcTier.read_weights`): the
+#: fraction in SCM, physical bytes per QLC drive, the fraction in QLC.
+ReadWeights = tuple[float, FloatArray, float]
 
 
 class TierSpec(StrictModel):
@@ -132,13 +137,19 @@ class QlcLocation:
 
 @dataclass
 class TierCheck:
-    """Totals of :meth:`ScmQlcTier.check` (bytes, logical)."""
+    """Totals of :meth:`ScmQlcTier.check` (bytes, logical).
+
+    Until an object is forgotten, ``qlc_objects_B == migrated_B + aged_B``:
+    what is on QLC was migrated during the run or placed there as data older
+    than the run.
+    """
 
     ingested_B: float
     scm_B: float
     migrated_B: float
     qlc_objects_B: float
     buffer: BufferCheck = field(repr=False)
+    aged_B: float = 0.0
 
 
 class ScmQlcTier:
@@ -215,6 +226,8 @@ class ScmQlcTier:
         self._entropy_of = entropy_of or (lambda _obj: 8.0)
         self.qlc_objects: dict[str, QlcLocation] = {}
         self.migrated_B = 0.0
+        #: Logical bytes placed on QLC as data older than the run (:meth:`place_aged`).
+        self.aged_B = 0.0
         self.qlc_phys_written_B = np.zeros(len(self.qlc))
         self._stripe_fill_B = 0.0
         self._stripe_start = 0
@@ -325,7 +338,7 @@ class ScmQlcTier:
         scm, qlc = self.location(obj)
         return scm + qlc
 
-    def read_weights(self, obj: str) -> tuple[float, FloatArray, float]:
+    def read_weights(self, obj: str) -> ReadWeights:
         """Where a read of ``obj`` goes, per logical byte.
 
         Returns
@@ -345,9 +358,43 @@ class ScmQlcTier:
         weights = loc.phys_read_B / total if loc is not None else np.zeros(len(self.qlc))
         return scm / total, weights, qlc / total
 
+    def place_aged(self, obj: str, size_B: float) -> None:
+        """Put ``size_B`` logical bytes of ``obj`` on QLC as data written before the run.
+
+        The bytes sit where the migration leaves data over many stripes:
+        compressed by the object's entropy and spread as
+        :meth:`_mean_drive_weights` says (every QLC drive alike with
+        ``rotate`` placement, the first stripe's drives with ``packed``).  They
+        were written before the run, so they add neither to :attr:`migrated_B`
+        nor to the drives' wear (:attr:`qlc_phys_written_B`), only to
+        :attr:`aged_B`.
+
+        Parameters
+        ----------
+        obj : str
+            The object (file).
+        size_B : float
+            Logical bytes (> 0).
+        """
+        if not (size_B > 0 and math.isfinite(size_B)):
+            raise ValueError(f"{self.name}: aged size_B(={size_B}) must be a finite number > 0")
+        c = self.compressed_fraction(obj)
+        loc = self.qlc_objects.get(obj)
+        if loc is None:
+            loc = QlcLocation(0.0, np.zeros(len(self.qlc)))
+            self.qlc_objects[obj] = loc
+        loc.logical_B += size_B
+        loc.phys_read_B += size_B * c * self._mean_drive_weights(c)
+        self.aged_B += size_B
+
     def read_path(self, obj: str) -> list[tuple[Resource, float]]:
         """Drive resources a logical byte read of ``obj`` crosses, by where it lives now."""
-        f_scm, qlc_w, f_qlc = self.read_weights(obj)
+        return self.drive_path(*self.read_weights(obj))
+
+    def drive_path(
+        self, f_scm: float, qlc_w: FloatArray, f_qlc: float
+    ) -> list[tuple[Resource, float]]:
+        """Drive resources a logical byte read crosses, given :meth:`read_weights`."""
         path: list[tuple[Resource, float]] = []
         if f_scm > 0:
             weight = f_scm / len(self.scm) / self.spec.scm_read_efficiency
@@ -371,4 +418,5 @@ class ScmQlcTier:
             migrated_B=self.migrated_B,
             qlc_objects_B=sum(loc.logical_B for loc in self.qlc_objects.values()),
             buffer=buf,
+            aged_B=self.aged_B,
         )

@@ -150,10 +150,15 @@ class PhaseResult:
 
 
 def _jsonable(value: Any) -> Any:
+    """A JSON-able copy: arrays as lists, non-finite floats (at any depth) as ``None``."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if hasattr(value, "tolist"):
-        return value.tolist()
+        return _jsonable(value.tolist())
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
     return value
 
 

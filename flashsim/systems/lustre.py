@@ -7,8 +7,11 @@ and requests are :mod:`flashsim.systems.lustre_ior`; the server-side tests
 are :mod:`flashsim.systems.lustre_phases`; ``describe`` and the model checks
 are :mod:`flashsim.systems.lustre_describe`.
 
-Phases: ``ior`` (:mod:`flashsim.workloads.ior`), ``obdfilter-survey`` (one OST
-without clients or network) and ``lnet-selftest`` (servers' network alone).
+Phases: ``ior`` (:mod:`flashsim.workloads.ior`), ``io500`` (:mod:`flashsim.workloads.io500`,
+metadata on the MDSs: :mod:`flashsim.systems.lustre_io500`), ``obdfilter-survey`` (one OST
+without clients or network), ``lnet-selftest`` (servers' network alone) and
+``block-io`` (fair-lio block I/O to the targets behind a controller,
+:mod:`flashsim.systems.lustre_blockio`), among others listed in ``own_phases``.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.systems.base import Description, Fidelity, SystemKind
 from flashsim.systems.lustre_aging import OstAgingPhase, run_ost_aging
+from flashsim.systems.lustre_blockio import BlockIoPhase, run_block_io
 from flashsim.systems.lustre_checks import check_model, check_phase
 from flashsim.systems.lustre_data_loss import DataLossPhase, run_data_loss
 from flashsim.systems.lustre_degraded import DegradedSurveyPhase, run_degraded_survey
@@ -31,7 +35,9 @@ from flashsim.systems.lustre_fleet import (
     run_obdfilter_fleet,
     run_stripe_risk,
 )
-from flashsim.systems.lustre_ior import MAX_REQUEST_CONCURRENCY, LustreIor
+from flashsim.systems.lustre_io500 import LustreIo500
+from flashsim.systems.lustre_ior import MAX_REQUEST_CONCURRENCY
+from flashsim.systems.lustre_jobs import LustreJobs
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_phases import (
     LnetSelftestPhase,
@@ -43,7 +49,12 @@ from flashsim.systems.lustre_phases import (
 )
 from flashsim.systems.lustre_production import ProductionAgingPhase, run_production_aging
 from flashsim.systems.lustre_rebuild import RebuildPhase, run_rebuild
+from flashsim.workloads.darshan import DarshanPhase, run_darshan
+from flashsim.workloads.io500 import Io500Phase, Io500Target, run_io500
 from flashsim.workloads.ior import IorPhase, IorRunner, IorTarget, IorTargetDefaults
+from flashsim.workloads.jobs import JobsPhase, run_jobs
+from flashsim.workloads.mix_phase import MixPhase, run_mix
+from flashsim.workloads.replay import JobTarget
 
 __all__ = [
     "MAX_REQUEST_CONCURRENCY",
@@ -55,7 +66,7 @@ __all__ = [
 ]
 
 
-class Lustre(LustreIor, IorTargetDefaults):
+class Lustre(LustreJobs, LustreIo500, IorTargetDefaults):
     """A Lustre system assembled in a simulation; servers and clients are built on first use."""
 
     def __init__(self, model: LustreModel, sim: Simulation, fidelity: Fidelity) -> None:
@@ -91,10 +102,26 @@ class Lustre(LustreIor, IorTargetDefaults):
             result = run_degraded_survey(self, phase)
         elif isinstance(phase, DataLossPhase):
             result = run_data_loss(self, phase)
+        elif isinstance(phase, BlockIoPhase):
+            result = run_block_io(self, phase)
+        elif isinstance(phase, DarshanPhase):
+            result = run_darshan(self, phase, phase.fidelity or self.fidelity, self.sim.seed)
+        elif isinstance(phase, MixPhase):
+            result = run_mix(self, phase, phase.fidelity or self.fidelity, self.sim.seed)
+        elif isinstance(phase, JobsPhase):
+            result = run_jobs(
+                self, phase, phase.fidelity or self.fidelity, self.sim.seed, self._fresh
+            )
+        elif isinstance(phase, Io500Phase):
+            result = run_io500(self, phase, self.fidelity)
         else:
             raise TypeError(f"unsupported phase {phase!r}")
         self.account_wear()
         return result
+
+    def _fresh(self) -> Lustre:
+        """A new system of the same model and seed, for a job run alone."""
+        return Lustre(self.model, Simulation(self.sim.seed), self.fidelity)
 
 
 class LustreKind(SystemKind):
@@ -103,7 +130,7 @@ class LustreKind(SystemKind):
     kind = "lustre"
     model_type = LustreModel
     built_type = Lustre
-    implements = (IorTarget,)
+    implements = (IorTarget, JobTarget, Io500Target)
     own_phases = (
         ObdfilterPhase,
         LnetSelftestPhase,
@@ -116,6 +143,7 @@ class LustreKind(SystemKind):
         RebuildPhase,
         DegradedSurveyPhase,
         DataLossPhase,
+        BlockIoPhase,
     )
 
     def check(self, model: LustreModel) -> None:

@@ -14,8 +14,10 @@ from flashsim.components.hdd import HddSpec
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import warn
 from flashsim.systems.base import check_size
+from flashsim.systems.lustre_blockio import check_block_io_phase
 from flashsim.systems.lustre_fabric import client_slots, role_groups
 from flashsim.systems.lustre_fleet import FLEET_WORKLOADS, check_fleet_phase
+from flashsim.systems.lustre_io500 import check_io500_phase
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_rebuild import REBUILD_WORKLOADS, check_rebuild_phase
 from flashsim.workloads.ior import IorPhase
@@ -148,6 +150,10 @@ def check_phase(model: LustreModel, phase: Any) -> None:
         check_fleet_phase(n_osts, phase)
     elif workload in ("ost-aging", "production-aging"):
         check_aging_phase(model, n_osts, phase)
+    elif workload == "block-io":
+        check_block_io_phase(model, phase)
+    elif workload == "io500":
+        check_io500_phase(model, phase, lambda ior: check_phase(model, ior))
     elif workload == "obdfilter-survey":
         if phase.ost >= n_osts:
             raise ValueError(

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 from flashsim.components.fabric import Fabric
 from flashsim.components.fabric_spec import fabric_role
 from flashsim.components.placement import Placement
+from flashsim.components.raid_controller import Controller, build_controller
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Fidelity
@@ -67,6 +68,8 @@ class LustreCore(BuiltSystem):
         self.clients: dict[int, ClientNode] = {}
         #: obdfilter-survey bandwidths of a fleet survey, by its settings (lustre_fleet).
         self.survey_cache: dict[tuple[Any, ...], NDArray[np.float64]] = {}
+        #: External RAID controllers (``oss.controller``), built on first use, by index.
+        self.controllers: dict[int, Controller] = {}
         self.fabric = Fabric(sim, f"{model.name}.fabric", model.fabric)
         self._io_groups = len(self.fabric.groups_of(fabric_role(model.fabric, "io")))
         spec = model.client.placement
@@ -89,9 +92,22 @@ class LustreCore(BuiltSystem):
             raise ValueError(f"OSS index {index} is outside 0..{self.model.oss.count - 1}")
         name = f"{self.model.name}.oss{index}"
         node = build_server(self.sim, name, index, self.model.oss)
+        for ost in node.osts:
+            ost.controller = self.controller_of(index)
         self.fabric.attach(name, fabric_role(self.model.fabric, "io"), self.server_group(index))
         self.servers[index] = node
         return node
+
+    def controller_of(self, server: int) -> Controller | None:
+        """The external RAID controller OSS ``server`` sits behind (``None`` without one)."""
+        spec = self.model.oss.controller
+        if spec is None:
+            return None
+        k = spec.index_of(server)
+        if k not in self.controllers:
+            name = f"{self.model.name}.controller{k}"
+            self.controllers[k] = build_controller(self.sim, name, spec)
+        return self.controllers[k]
 
     def server_group(self, index: int) -> int:
         """I/O group (index among the ``io`` groups) of OSS ``index``: dealt round robin."""

@@ -58,4 +58,5 @@ def op_cost(
         latency_s=latency,
         fixed_delay_s=fixed,
         nic_s=nic_s,
+        wire_s=wire,
     )

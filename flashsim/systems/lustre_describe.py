@@ -105,6 +105,21 @@ def describe_model(model: LustreModel) -> Description:
                     oss.nic.ports * oss.nic.pcie.bandwidth_Bps * scale,
                 )
             )
+        ctrl = oss.controller
+        if ctrl is not None:
+            # A controller shared by `ctrl.servers` OSSes: each OSS's even share.
+            layers.append(
+                LayerPeak(
+                    scope,
+                    "RAID controller (share)",
+                    max(1, scale // ctrl.servers),
+                    ctrl.bandwidth_Bps("read") / ctrl.servers * scale,
+                    ctrl.bandwidth_Bps("write") / ctrl.servers * scale,
+                    note=f"{ctrl.name or 'controller'} shared by {ctrl.servers} OSS: "
+                    f"{ctrl.bandwidth_Bps('write') / 1e9:.3g} GB/s write, "
+                    f"{ctrl.bandwidth_Bps('read') / 1e9:.3g} GB/s read each",
+                )
+            )
         layers.append(
             LayerPeak(
                 scope,

@@ -17,10 +17,12 @@ import simpy
 
 from flashsim.components.fabric_spec import fabric_role
 from flashsim.engine.flows import Resource, Segment
+from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Fidelity
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_cost import op_cost
+from flashsim.systems.lustre_locks import ExtentLocks, handoff_s, ior_conflict_probability
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_nodes import (
     ClientNode,
@@ -47,6 +49,29 @@ class RankContext:
     cost: OpCost
     gated: bool
     counter: itertools.count[int] = field(default_factory=itertools.count)
+    #: Extent locks of the file's objects a write must take first (by target), and the
+    #: expected hand-off time per byte written (s/B); empty when writes do not conflict.
+    locks: dict[int, FifoQueue] = field(default_factory=dict)
+    lock_s_per_B: float = 0.0
+
+
+@dataclass
+class PathCache:
+    """Paths built for one batch of streams, keyed by what they depend on.
+
+    Attributes
+    ----------
+    costs : dict
+        Per kind of call (``op_key``): each target's :class:`OpCost`.
+    stripes, routes, oscs : dict
+        Server side of a stripe set, its fabric route from a client group, and
+        a client's OSC windows for it.
+    """
+
+    costs: dict[tuple[Any, ...], dict[int, OpCost]] = field(default_factory=dict)
+    stripes: dict[tuple[Any, ...], tuple[PathEntries, float]] = field(default_factory=dict)
+    routes: dict[tuple[Any, ...], PathEntries] = field(default_factory=dict)
+    oscs: dict[tuple[Any, ...], PathEntries] = field(default_factory=dict)
 
 
 class LustreIor(LustreCore):
@@ -71,6 +96,7 @@ class LustreIor(LustreCore):
         self._osc_segments: dict[tuple[str, tuple[int, ...]], Segment] = {}
         self._route_segments: dict[tuple[Any, ...], Segment] = {}
         self._route_rng = sim.rng(f"{model.name}.routing")
+        self.locks = ExtentLocks(sim, f"{model.name}.ldlm")
 
     def _targets(self, phase: IorPhase, rank: int) -> list[int]:
         lc = self.model.client.lustre
@@ -98,57 +124,117 @@ class LustreIor(LustreCore):
 
     def ior_streams(self, phase: IorPhase) -> list[RankStream]:
         """Per-rank flow paths and caps; also prepares request-fidelity contexts."""
-        lc = self.model.client.lustre
-        op: OpKind = phase.operation
-        sequential = phase.access == "sequential"
-        write = op == "write"
-        t = phase.transfer_size
-        op_B = lc.server_op_B(t, sequential, phase.direct_io, write)
-        per_rpc = lc.ops_per_rpc(t, sequential, phase.direct_io, write)
-        rank_q = lc.rank_concurrency(t, sequential, phase.direct_io, write)
-        slots = lc.rpcs_in_flight * per_rpc
-        c_dir, _ = data_directions(op)
         self.fabric.plan(self._offered(phase))
+        cache = PathCache()
         streams: list[RankStream] = []
         self._ranks = []
-        costs: dict[int, OpCost] = {}
-        stripes: dict[tuple[int, ...], tuple[PathEntries, float]] = {}
-        routes: dict[tuple[int, tuple[int, ...]], PathEntries] = {}
-        oscs: dict[tuple[int, tuple[int, ...]], PathEntries] = {}
-        op_key = (op, op_B, sequential, per_rpc)
+        conflict = 0.0
+        if phase.operation == "write" and not phase.file_per_process:
+            conflict = ior_conflict_probability(
+                phase.nodes,
+                phase.ranks_per_node,
+                phase.block_size,
+                float(self.model.client.lustre.stripe_size),
+            )
         for r in range(phase.ranks):
-            node_index = phase.node_of(r)
-            node = self.client(node_index)
-            group = self.fabric.group_of(node.name)
-            targets = tuple(self._targets(phase, r))
-            if targets not in stripes:
-                stripes[targets] = self._stripe_path(targets, op_key, costs)
-            server_side, latency = stripes[targets]
-            if (group, targets) not in routes:
-                routes[group, targets] = self._route(node, targets, op)
-            if (node_index, targets) not in oscs:
-                oscs[node_index, targets] = self._osc_path(node, targets, slots, op_B, costs)
-            path: PathEntries = list(node.nic.path(c_dir))
-            path.extend(routes[group, targets])
-            path.extend(server_side)
-            path.extend(oscs[node_index, targets])
-            conc = min(rank_q, MAX_REQUEST_CONCURRENCY)
-            gated = phase.ranks_per_node * conc > slots
-            self._ranks.append(
-                RankContext(node=node, targets=list(targets), cost=costs[targets[0]], gated=gated)
+            stream, ctx = self.access_stream(
+                phase.node_of(r),
+                tuple(self._targets(phase, r)),
+                phase.operation,
+                phase.transfer_size,
+                phase.access == "sequential",
+                phase.direct_io,
+                phase.ranks_per_node,
+                cache,
+                lock_file=None if phase.file_per_process else f"ior:{phase.dataset or phase.name}",
+                write_conflict=conflict,
             )
-            streams.append(
-                RankStream(
-                    path=tuple(path),
-                    op_size_B=op_B,
-                    rate_cap_Bps=rank_q * op_B / latency,
-                    concurrency=conc,
-                    write_behind_B=lc.write_behind_B(phase.direct_io, phase.ranks_per_node)
-                    if write
-                    else 0.0,
-                )
-            )
+            self._ranks.append(ctx)
+            streams.append(stream)
         return streams
+
+    def access_stream(
+        self,
+        node_index: int,
+        targets: tuple[int, ...],
+        op: OpKind,
+        transfer_B: float,
+        sequential: bool,
+        direct_io: bool,
+        ranks_per_node: int,
+        cache: PathCache,
+        lock_file: str | None = None,
+        write_conflict: float = 0.0,
+    ) -> tuple[RankStream, RankContext]:
+        """One rank's flow path, caps and request context for one kind of call.
+
+        Parameters
+        ----------
+        node_index : int
+            Client node of the rank.
+        targets : tuple of int
+            OSTs of the file's stripe set, in stripe order.
+        op : {"read", "write"}
+            Direction.
+        transfer_B : float
+            Bytes per application call (IOR's ``-t``).
+        sequential, direct_io : bool
+            Access pattern and ``O_DIRECT``.
+        ranks_per_node : int
+            Ranks sharing the node (they share its write-back cache).
+        cache : PathCache
+            Paths already built for the same kind of call (shared segments).
+        lock_file : str or None
+            Key of the file the rank writes, whose objects' extent locks its
+            writes may have to take from another node
+            (:mod:`flashsim.systems.lustre_locks`).
+        write_conflict : float
+            Chance a write finds its stripe's lock on another node (0 for a
+            file only this node writes).
+        """
+        lc = self.model.client.lustre
+        write = op == "write"
+        t = transfer_B
+        op_B = lc.server_op_B(t, sequential, direct_io, write)
+        per_rpc = lc.ops_per_rpc(t, sequential, direct_io, write)
+        rank_q = lc.rank_concurrency(t, sequential, direct_io, write)
+        slots = lc.rpcs_in_flight * per_rpc
+        c_dir, _ = data_directions(op)
+        op_key = (op, op_B, sequential, per_rpc)
+        node = self.client(node_index)
+        group = self.fabric.group_of(node.name)
+        costs = cache.costs.setdefault(op_key, {})
+        stripe_key = (targets, op_key)
+        if stripe_key not in cache.stripes:
+            cache.stripes[stripe_key] = self._stripe_path(targets, op_key, costs)
+        server_side, latency = cache.stripes[stripe_key]
+        route_key = (group, targets, op)
+        if route_key not in cache.routes:
+            cache.routes[route_key] = self._route(node, targets, op)
+        osc_key = (node_index, targets, op_key)
+        if osc_key not in cache.oscs:
+            cache.oscs[osc_key] = self._osc_path(node, targets, slots, op_B, costs)
+        path: PathEntries = list(node.nic.path(c_dir))
+        path.extend(cache.routes[route_key])
+        path.extend(server_side)
+        path.extend(cache.oscs[osc_key])
+        conc = min(rank_q, MAX_REQUEST_CONCURRENCY)
+        gated = ranks_per_node * conc > slots
+        ctx = RankContext(node=node, targets=list(targets), cost=costs[targets[0]], gated=gated)
+        if write and lock_file is not None and write_conflict > 0:
+            # each call (of t bytes) waits for a hand-off with probability write_conflict
+            per_call_s = handoff_s(ctx.cost, self.model.oss.rpc_cost) * write_conflict
+            ctx.lock_s_per_B = per_call_s / t
+            ctx.locks = {tgt: self.locks.lock(lock_file, tgt).queue for tgt in targets}
+            path.extend(self.locks.path(lock_file, targets, ctx.lock_s_per_B * op_B))
+        stream = RankStream(
+            path=tuple(path),
+            op_size_B=op_B,
+            rate_cap_Bps=rank_q * op_B / latency,
+            concurrency=conc,
+            write_behind_B=lc.write_behind_B(direct_io, ranks_per_node) if write else 0.0,
+        )
+        return stream, ctx
 
     def _offered(self, phase: IorPhase) -> dict[tuple[int, int], float]:
         """Offered load (bytes/s) per (source, destination) fabric group, for adaptive routing.
@@ -293,7 +379,10 @@ class LustreIor(LustreCore):
         self, phase: IorPhase, rank: int, stream: RankStream
     ) -> Generator[simpy.Event, Any, None]:
         """One server operation through the queues, from the rank's call to its completion."""
-        ctx = self._ranks[rank]
+        return self.context_request(self._ranks[rank])
+
+    def context_request(self, ctx: RankContext) -> Generator[simpy.Event, Any, None]:
+        """One server operation of a rank with context ``ctx`` (:meth:`access_stream`)."""
         env = self.sim.env
         k = next(ctx.counter)
         tgt = ctx.targets[k % len(ctx.targets)]
@@ -303,6 +392,9 @@ class LustreIor(LustreCore):
         req = slot.request() if slot is not None else None
         if req is not None:
             yield req
+        if ctx.locks and cost.size_B > 0:
+            # the hand-offs of the calls this operation carries
+            yield ctx.locks[tgt].visit(ctx.lock_s_per_B * cost.size_B)
         try:
             yield env.timeout(cost.fixed_delay_s)
             if cost.op == "write":

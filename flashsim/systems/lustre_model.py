@@ -17,10 +17,12 @@ from flashsim.components.cpu import CpuSpec
 from flashsim.components.drive import DriveField
 from flashsim.components.fabric import FabricSpec
 from flashsim.components.lustre_client import LustreClientSpec
+from flashsim.components.mds import MetadataSpec
 from flashsim.components.nic import NicSpec
 from flashsim.components.pcie import PcieLink
 from flashsim.components.placement import PlacementSpec
 from flashsim.components.raid import RaidSpec
+from flashsim.components.raid_controller import ControllerSpec
 from flashsim.components.rebuild import RebuildPolicy
 from flashsim.components.variability import VariabilitySpec, spread_shorthand
 from flashsim.config import (
@@ -69,6 +71,10 @@ class ServerSpec(StrictModel):
         Server network adapters.
     enclosure : EnclosureSpec or None
         Enclosure the server sits in (for PCIe-lane and drive-bay checks).
+    controller : ControllerSpec or None
+        External RAID controller the server's targets sit behind, shared with
+        ``controller.servers - 1`` other servers (a DDN couplet); ``None`` when
+        the server runs its own RAID.
     read_cache : bool
         Whether the server caches object data in DRAM; only ``false`` is
         modelled so far (an all-flash OSS does not cache by default).
@@ -97,6 +103,14 @@ class ServerSpec(StrictModel):
     cpu: CpuSpec
     nic: NicSpec
     enclosure: EnclosureSpec | None = None
+    controller: ControllerSpec | None = Field(
+        None,
+        description=(
+            "External RAID controller shared by `controller.servers` consecutive servers "
+            "(e.g. a DDN S2A couplet); every operation on their targets crosses it, so its "
+            "bandwidth caps them together; `describe` shows each server's share."
+        ),
+    )
     read_cache: bool = False
     rpc_cost: NonNegativeSeconds = "0 s"
     sub_stripe_write_cost: NonNegativeSeconds = "0 s"
@@ -153,6 +167,25 @@ class ServerSpec(StrictModel):
         return raw
 
 
+class MdsSpec(ServerSpec):
+    """A class of metadata server (MDS): a server whose targets are MDTs, and its service costs.
+
+    Attributes
+    ----------
+    metadata : MetadataSpec or None
+        Service threads and per-operation costs of one MDS; ``None`` when the
+        model does not describe its metadata path (mdtest and IO-500 need it).
+    """
+
+    metadata: MetadataSpec | None = Field(
+        None,
+        description=(
+            "Service threads, directory-lock width and per-operation costs of one MDS "
+            "(create, open, close, stat, unlink, readdir), and the MDT bytes of a create/unlink."
+        ),
+    )
+
+
 class ClientSpec(StrictModel):
     """Compute nodes as Lustre clients.
 
@@ -181,7 +214,13 @@ class LustreModel(StrictModel):
     name: str = Field(description="System name, for reports.")
     description: str = Field("", description="Free text, for reports.")
     oss: ServerSpec
-    mds: ServerSpec | None = None
+    mds: MdsSpec | None = Field(
+        None,
+        description=(
+            "Metadata servers and their MDTs; `[mds.metadata]` holds the per-operation costs "
+            "mdtest and IO-500 need (components.mds)."
+        ),
+    )
     client: ClientSpec
     fabric: FabricSpec = Field(
         description=(

@@ -29,7 +29,8 @@ class OpCost:
 
     ``cpu_s`` is the RPC handling per operation; ``target`` the RAID engine,
     drives and links; ``latency_s`` the zero-load round trip (s), of which
-    ``fixed_delay_s`` holds no server and ``nic_s`` is the two NICs' time.
+    ``fixed_delay_s`` holds no server and ``nic_s`` is the two NICs' time;
+    ``wire_s`` is one wire round trip between client and server (s).
     """
 
     op: OpKind
@@ -39,6 +40,7 @@ class OpCost:
     latency_s: float
     fixed_delay_s: float
     nic_s: float
+    wire_s: float = 0.0
 
     @property
     def raid_s(self) -> float:

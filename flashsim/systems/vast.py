@@ -12,6 +12,10 @@ The kind is split by job:
 * :mod:`flashsim.systems.vast_network` -- the NVMe fabric and the optional
   client fabric (the shared :class:`~flashsim.components.fabric.Fabric`);
 * :mod:`flashsim.systems.vast_request` -- request fidelity (drive queues);
+* :mod:`flashsim.systems.vast_streams` -- flow fidelity: the path and rate cap
+  of one kind of call, shared by IOR and jobs;
+* :mod:`flashsim.systems.vast_jobs` -- Darshan replays, many jobs at once and
+  production mixes (the job engine's protocol) through the NFS client;
 * :mod:`flashsim.systems.vast_system` -- the built system (IOR protocol);
 * :mod:`flashsim.systems.vast_study`, ``vast_study_units``,
   ``vast_study_summary`` -- the study phases: units of IOR tests, each on a
@@ -47,7 +51,9 @@ from flashsim.systems.vast_rebuild import VastRebuildPhase
 from flashsim.systems.vast_study import run_study_phase
 from flashsim.systems.vast_system import VastSystem
 from flashsim.tasks import run_tasks
+from flashsim.workloads.io500 import Io500Target
 from flashsim.workloads.ior import IorTarget
+from flashsim.workloads.replay import JobTarget
 
 __all__ = [
     "CNodeSpec",
@@ -73,7 +79,7 @@ class VastKind(SystemKind):
     kind = "vast"
     model_type = VastModel
     built_type = VastSystem
-    implements = (IorTarget,)
+    implements = (IorTarget, Io500Target, JobTarget)
     own_phases = (
         VastIorPhase,
         VastGridPhase,

@@ -17,9 +17,11 @@ from flashsim.components.nfs import NfsClientModel
 from flashsim.config import warn
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Description, LayerPeak, bottleneck, check_size
+from flashsim.systems.vast_io500 import check_io500_phase
 from flashsim.systems.vast_model import VastModel, ssd
 from flashsim.systems.vast_network import VastNetwork
 from flashsim.systems.vast_phases import buffered_write
+from flashsim.workloads.io500 import Io500Phase
 from flashsim.workloads.ior import FileLayout, IorPhase
 
 
@@ -39,6 +41,8 @@ def check_phase(model: VastModel, phase: Any) -> None:
 
     A ``vast-rebuild`` phase's failed drive must be one of the QLC drives.
     """
+    if isinstance(phase, Io500Phase):
+        check_io500_phase(model, phase, lambda ior: check_phase(model, ior))
     if getattr(phase, "workload", "") == "vast-rebuild":
         qlc = model.dnode.count * model.dnode.qlc_drives
         if phase.drive >= qlc:

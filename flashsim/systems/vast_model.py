@@ -21,6 +21,7 @@ from pydantic import Field
 from flashsim.components.cpu import CpuSpec
 from flashsim.components.drive import DriveField
 from flashsim.components.fabric_spec import FabricSpec
+from flashsim.components.mds import MetadataSpec
 from flashsim.components.nfs import NfsClientSpec
 from flashsim.components.nic import NicSpec
 from flashsim.components.placement import PlacementSpec
@@ -45,6 +46,8 @@ class CNodeSpec(StrictModel):
     op_latency : float
         Seconds a small RPC spends in the client NFS/RDMA stack and the CNode
         (metadata lookups and transactions in SCM), excluding media and wire.
+    metadata : MetadataSpec or None
+        Metadata costs of one CNode (mdtest, IO-500); ``None`` if not described.
     """
 
     count: Annotated[int, Field(ge=1)]
@@ -52,6 +55,14 @@ class CNodeSpec(StrictModel):
     client_nic: NicSpec
     fabric_nic: NicSpec
     op_latency: NonNegativeSeconds
+    metadata: MetadataSpec | None = Field(
+        None,
+        description=(
+            "Service threads and per-operation CNode costs of metadata operations (create, "
+            "open, stat, unlink, readdir) on top of op_latency, and the SCM bytes of a "
+            "create/unlink (components.mds); mdtest and IO-500 need it."
+        ),
+    )
 
 
 class DNodeSpec(StrictModel):

@@ -22,10 +22,15 @@ import numpy as np
 import simpy
 
 from flashsim.components.ssd import SsdSpec
+from flashsim.components.tier import ReadWeights
 from flashsim.engine.maxmin import FloatArray
 from flashsim.engine.queues import FifoQueue
 from flashsim.systems.vast_topology import VastTopology
 from flashsim.workloads.ior import IorPhase, RankStream
+
+#: Where request fidelity sends a read: the fraction in SCM and the cumulative
+#: weights of the QLC drives (``None`` when nothing is on QLC).
+ReadPicks = tuple[float, FloatArray | None]
 
 
 class VastRequests(VastTopology):
@@ -55,26 +60,65 @@ class VastRequests(VastTopology):
                 f"phase {phase.name!r}: buffered writes need flow fidelity on a vast system "
                 "(the page cache is a flow-fidelity buffer); use direct_io or fidelity = 'flow'"
             )
-        env = self.sim.env
+        write = phase.operation == "write"
         size = stream.op_size_B
+        copy: tuple[FifoQueue | None, float] | None = None
+        if not write and phase.access != "random" and not phase.direct_io:
+            queue = self._copy_queues.get(rank)
+            if queue is None:
+                queue = self._copy_queues[rank] = FifoQueue(
+                    self.sim.env, f"{self.model.name}.rank{rank}.copy", 1
+                )
+            copy = (queue, size / self.client_model.copy_rate_Bps(phase.transfer_size))
+        picks = None if write else self._cur_read[rank]
+        yield from self.rpc(phase.node_of(rank), self._cur_objs[rank], size, picks, copy)
+
+    def rpc(
+        self,
+        node: int,
+        obj: str,
+        size_B: float,
+        picks: ReadPicks | None,
+        copy: tuple[FifoQueue | None, float] | None = None,
+    ) -> Generator[simpy.Event, Any, None]:
+        """Request fidelity: one RPC of ``size_B`` bytes from client ``node`` on ``obj``.
+
+        The path and queues of :meth:`ior_request`, for any caller (IOR, jobs).
+
+        Parameters
+        ----------
+        node : int
+            Client node.
+        obj : str
+            The object (file) read or written.
+        size_B : float
+            RPC payload in bytes.
+        picks : tuple or None
+            ``None`` for a write (O_DIRECT: committed to the SCM buffer when
+            acknowledged); for a read, where its bytes live
+            (:meth:`read_picks`).
+        copy : tuple or None
+            A sequential buffered read's copy stage: the reader's copy queue
+            (one server; ``None``: a plain delay) and the seconds the process
+            takes to copy the RPC's pages out, after which its read-ahead slot
+            is free; ``None`` for a synchronous RPC (which pays the syscall).
+        """
+        env = self.sim.env
+        size = size_B
         rng = self.sim.rng(f"{self.model.name}.requests")
         route_rng = self.sim.rng(f"{self.model.name}.routing")
         net = self.net
-        node = phase.node_of(rank)
         cnodes = self.client_cnodes(node)
         cnode = cnodes[int(route_rng.integers(len(cnodes)))] if len(cnodes) > 1 else cnodes[0]
         client_ep, cnode_ep = net.clients[node], net.cnodes[cnode]
-        buffered_read = (
-            phase.operation == "read" and phase.access != "random" and not phase.direct_io
-        )
         # A buffered reader's calls are paid in its copy stage, not per RPC.
-        syscall = 0.0 if buffered_read else self.model.client.mount.syscall_overhead
+        syscall = 0.0 if copy is not None else self.model.client.mount.syscall_overhead
         fixed = syscall + self.model.cnode.op_latency + self.wire_s(size, node)
         queues = self._drive_queues()
-        if phase.operation == "write":
+        if picks is None:
             copies = self.model.tier.scm_copies
-            picks = [int(i) for i in rng.choice(len(self.scm), size=copies, replace=False)]
-            dnodes = [net.dnodes[self.scm_dnode[i]] for i in picks]
+            drives = [int(i) for i in rng.choice(len(self.scm), size=copies, replace=False)]
+            dnodes = [net.dnodes[self.scm_dnode[i]] for i in drives]
             queued = max(net.minimal_service_s(net.back, cnode_ep, d, size) for d in dnodes)
             if net.front is not None:
                 queued += net.minimal_service_s(net.front, client_ep, cnode_ep, size)
@@ -84,7 +128,7 @@ class VastRequests(VastTopology):
             scale = 1.0 / self.model.tier.scm_write_efficiency
             visits = [
                 env.process(self._replica(cnode_ep, d, queues["scm"][i], size, scale, route_rng))
-                for i, d in zip(picks, dnodes, strict=True)
+                for i, d in zip(drives, dnodes, strict=True)
             ]
             yield env.all_of(visits)
             # Acknowledged: the bytes are committed to the SCM buffer (a later read sees them).
@@ -93,9 +137,9 @@ class VastRequests(VastTopology):
                 # fidelity's migration path), queued at a drive but not awaited.
                 i = int(rng.integers(len(self.scm)))
                 env.process(self._migration_read(queues["scm"][i], size))
-            self.tier.buffer.add_bytes(self._cur_objs[rank], size)
+            self.tier.buffer.add_bytes(obj, size)
             return
-        f_scm, qlc_cdf = self._cur_read[rank]
+        f_scm, qlc_cdf = picks
         if rng.random() < f_scm or qlc_cdf is None:
             i = int(rng.integers(len(self.scm)))
             drive, dnode = queues["scm"][i], self.scm_dnode[i]
@@ -114,14 +158,13 @@ class VastRequests(VastTopology):
         yield from net.cross(net.back, dnode_ep, cnode_ep, size, route_rng)
         if net.front is not None:
             yield from net.cross(net.front, cnode_ep, client_ep, size, route_rng)
-        if buffered_read:
+        if copy is not None:
             # The read-ahead slot is free again once the process has copied the pages out.
-            copy = self._copy_queues.get(rank)
-            if copy is None:
-                copy = self._copy_queues[rank] = FifoQueue(
-                    env, f"{self.model.name}.rank{rank}.copy", 1
-                )
-            yield copy.visit(size / self.client_model.copy_rate_Bps(phase.transfer_size))
+            queue, copy_s = copy
+            if queue is None:
+                yield env.timeout(copy_s)
+            else:
+                yield queue.visit(copy_s)
 
     def _migration_read(
         self, drive: tuple[FifoQueue, FifoQueue], size_B: float
@@ -148,13 +191,19 @@ class VastRequests(VastTopology):
         self.scm_state[self._scm_of_queue[id(drive)]].record_write(size_B)
         self.scm_request_user_B += size_B / self.model.tier.scm_copies
 
-    def _read_picks(self, obj: str) -> tuple[float, FloatArray | None]:
-        """Fraction of ``obj`` in SCM and the cumulative QLC-drive weights of its reads.
+    def _read_picks(self, obj: str) -> ReadPicks:
+        """:meth:`read_picks` of where ``obj``'s bytes live now."""
+        return self.read_picks(self.tier.read_weights(obj))
 
-        Computed once per repetition so request fidelity draws a drive per
-        read with one uniform number (``None`` when nothing is on QLC).
+    @staticmethod
+    def read_picks(where: ReadWeights) -> ReadPicks:
+        """Fraction of a read's bytes in SCM and the cumulative QLC-drive weights of its reads.
+
+        Computed once per repetition (or kind of call) so request fidelity
+        draws a drive per read with one uniform number (``None`` when nothing
+        is on QLC).
         """
-        f_scm, qlc_w, _ = self.tier.read_weights(obj)
+        f_scm, qlc_w, _ = where
         total = qlc_w.sum()
         if total <= 0:
             return f_scm, None

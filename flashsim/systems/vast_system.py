@@ -3,7 +3,10 @@
 :class:`VastSystem` drives :class:`~flashsim.workloads.ior.IorRunner` over the
 paths of :class:`~flashsim.systems.vast_topology.VastTopology` (flow fidelity)
 and the drive queues of :class:`~flashsim.systems.vast_request.VastRequests`
-(request fidelity).  Study phases, whose tests each need a fresh system, are
+(request fidelity), each rank's stream built by
+:meth:`~flashsim.systems.vast_streams.VastStreams.access_stream`, the method
+the job phases (``darshan``, ``jobs``, ``mix``: :mod:`flashsim.systems.vast_jobs`)
+build theirs with.  Study phases, whose tests each need a fresh system, are
 handed to the runner the kind gives it (:mod:`flashsim.systems.vast_study`).
 """
 
@@ -20,6 +23,8 @@ from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.systems.base import Fidelity
 from flashsim.systems.vast_endurance import VastEndurancePhase, run_endurance
+from flashsim.systems.vast_io500 import VastIo500
+from flashsim.systems.vast_jobs import VastJobs, job_fidelity
 from flashsim.systems.vast_model import VastModel
 from flashsim.systems.vast_phases import (
     VastGridPhase,
@@ -28,11 +33,14 @@ from flashsim.systems.vast_phases import (
     VastSizeSweepPhase,
     buffered_write,
 )
-from flashsim.systems.vast_queues import closed_loop_rpcs_per_s
 from flashsim.systems.vast_rebuild import VastRebuildPhase, run_vast_rebuild
-from flashsim.systems.vast_request import VastRequests
+from flashsim.systems.vast_streams import CapCache
 from flashsim.units import MIB
+from flashsim.workloads.darshan import DarshanPhase, run_darshan
+from flashsim.workloads.io500 import Io500Phase, run_io500
 from flashsim.workloads.ior import IorDetails, IorPhase, IorRunner, RankStream
+from flashsim.workloads.jobs import JobsPhase, run_jobs
+from flashsim.workloads.mix_phase import MixPhase, run_mix
 
 #: ``runner(model, phase, seed, fidelity)``: a study phase's summary as one phase result.
 StudyRunner = Callable[[VastModel, Any, int, str], PhaseResult]
@@ -60,7 +68,7 @@ class VastIorDetails(IorDetails):
         return cls(**own, tier_scm_B=tier_scm_B, tier_migrated_B=tier_migrated_B)
 
 
-class VastSystem(VastRequests):
+class VastSystem(VastJobs, VastIo500):
     """A VAST-like system assembled in a simulation, running IOR phases.
 
     Parameters
@@ -115,122 +123,33 @@ class VastSystem(VastRequests):
 
     def ior_streams(self, phase: IorPhase) -> list[RankStream]:
         """One stream per rank: where its bytes go and its own rate cap."""
-        cm = self.client_model
-        t = phase.transfer_size
         streams: list[RankStream] = []
-        read_caps: dict[tuple[float, float, int, float], float] = {}
-        direct_caps: dict[tuple[float, float], float] = {}
+        caps: CapCache = {}
         migrating = self.migrating()
         self.net.plan(self._offered(phase))
         for r in range(phase.ranks):
-            node = phase.node_of(r)
             obj = self._cur_objs[r]
-            if phase.operation == "write":
-                if phase.direct_io:
-                    rpc = cm.rpc_size_B(t, "write")
-                    key_w = (1.0, self.wire_s(0.0, node))
-                    if key_w not in direct_caps:
-                        direct_caps[key_w] = self.direct_rate_Bps(
-                            t, "write", phase.ranks, 1.0, node, migrating
-                        )
-                    cap = direct_caps[key_w]
-                    path = self._write_server_path(node)
-                    streams.append(RankStream(tuple(path), rpc, cap, cm.rpcs_per_call(t, "write")))
-                else:
-                    path = list(self.caches[node].ingest_path())
-                    streams.append(RankStream(tuple(path), t, cm.copy_rate_Bps(t)))
-            else:
-                committed = self.tier.committed_B(obj)
-                if committed <= 0:
+            where = None
+            if phase.operation == "read":
+                if self.tier.committed_B(obj) <= 0:
                     raise ValueError(
                         f"phase {phase.name!r}: rank {r} reads {obj!r}, which holds no "
                         "committed data (a reader sees only completed writes)"
                     )
-                f_scm, _, _ = self.tier.read_weights(obj)
-                path = self._read_path(node, obj)
-                if phase.access == "random" or phase.direct_io:
-                    rpc = cm.rpc_size_B(t, "read")
-                    key_r = (round(f_scm, 9), self.wire_s(0.0, node))
-                    if key_r not in direct_caps:
-                        direct_caps[key_r] = self.direct_rate_Bps(
-                            t, "read", phase.ranks, f_scm, node
-                        )
-                    cap = direct_caps[key_r]
-                    conc = cm.rpcs_per_call(t, "read")
-                    streams.append(RankStream(tuple(path), rpc, cap, conc))
-                else:
-                    net_s = self.wire_s(0.0, node)
-                    key = (float(t), round(f_scm, 9), phase.ranks, net_s)
-                    seq_cap = read_caps.get(key)
-                    if seq_cap is None:
-                        seq_cap = self.sequential_read_rate_Bps(t, phase.ranks, f_scm, node)
-                        read_caps[key] = seq_cap
-                    slots = cm.readahead_slots(t)
-                    streams.append(RankStream(tuple(path), cm.mount.rsize, seq_cap, slots))
+                where = self.tier.read_weights(obj)
+            stream = self.access_stream(
+                phase.node_of(r),
+                phase.operation == "write",
+                phase.transfer_size,
+                random=phase.access == "random",
+                direct_io=phase.direct_io,
+                sharers=phase.ranks,
+                where=where,
+                migrating=migrating,
+                caps=caps,
+            )
+            streams.append(stream)
         return streams
-
-    def direct_rate_Bps(
-        self,
-        transfer_B: float,
-        operation: str,
-        ranks: int,
-        scm_fraction: float,
-        client: int = 0,
-        migrating: bool = False,
-    ) -> float:
-        """Rate of one of ``ranks`` synchronous (O_DIRECT or random) ranks, with the SCM queues.
-
-        Each rank keeps ``rpcs_per_call`` RPCs in flight; an RPC crosses the
-        fixed round trip and the data stage of the SCM drives it uses, which
-        all ranks share (:func:`~flashsim.systems.vast_queues.closed_loop_rpcs_per_s`:
-        the closed loop request fidelity runs, deterministic service).  A write holds ``scm_copies``
-        drives at once (modelled as ``n_scm / copies`` drive sets) and, while
-        the buffer migrates, each written byte is also read once from SCM
-        (shared by the set).  Reads of data on QLC (40-drive stripes) keep the
-        zero-load round trip (:meth:`NfsClientModel.direct_rate_Bps`).
-        """
-        cm = self.client_model
-        tier = self.model.tier
-        op = "write" if operation == "write" else "read"
-        rpc = cm.rpc_size_B(transfer_B, op)
-        conc = cm.rpcs_per_call(transfer_B, op)
-        rtt = self.rtt_s(rpc, op, scm_fraction, client)
-        if op == "write":
-            on_path = self.scm_spec.xfer_s("write", rpc) / tier.scm_write_efficiency
-            drive_s = on_path
-            if migrating:
-                drive_s += self.scm_spec.xfer_s("read", rpc) / tier.scm_copies
-            drives = max(1, len(self.scm) // tier.scm_copies)
-        else:
-            on_path = scm_fraction * self.scm_spec.xfer_s("read", rpc) / tier.scm_read_efficiency
-            drive_s = on_path
-            drives = len(self.scm)
-        if drive_s <= 0:
-            return cm.direct_rate_Bps(transfer_B, rtt)
-        delay_s = cm.mount.syscall_overhead + rtt - on_path
-        per_s = closed_loop_rpcs_per_s(ranks, conc, delay_s, drive_s, drives)
-        return float(per_s * transfer_B / conc)
-
-    def sequential_read_rate_Bps(
-        self, transfer_B: float, readers: int, scm_fraction: float, client: int = 0
-    ) -> float:
-        """Rate of one of ``readers`` sequential buffered readers (IOR ``-F``) of this system.
-
-        Each reader keeps its read-ahead window of ``rsize`` RPCs in flight;
-        an RPC of data still in SCM is served whole by one of the SCM drives
-        (its datasheet transfer time stretched by ``scm_read_efficiency``),
-        so with few drives the drives' queues set how close the readers get
-        to the SCM's bandwidth (:meth:`NfsClientModel.loaded_read_rate_Bps`).
-        Data on QLC is erasure-coded over a 40-drive stripe: its media time
-        is part of the fixed round trip (the network's max-min sharing still
-        caps the QLC drives and every port).
-        """
-        cm = self.client_model
-        rsize = float(cm.mount.rsize)
-        scale = 1.0 / self.model.tier.scm_read_efficiency
-        drive_s = scm_fraction * self.scm_spec.xfer_s("read", rsize) * scale
-        delay_s = self.rtt_s(rsize, "read", scm_fraction, client) - drive_s
-        return cm.loaded_read_rate_Bps(transfer_B, readers, delay_s, drive_s, len(self.scm))
 
     def _offered(self, phase: IorPhase) -> dict[tuple[str, str], float]:
         """Offered load (bytes/s) per (client, CNode) endpoint pair, for adaptive routing.
@@ -254,13 +173,8 @@ class VastSystem(VastRequests):
 
     def ior_flow_started(self, phase: IorPhase, rank: int, label: str, flow: Flow) -> None:
         """Count a writing rank's bytes into its client cache (or the tier for O_DIRECT)."""
-        if phase.operation != "write":
-            return
-        obj = self._cur_objs[rank]
-        if phase.direct_io:
-            self.tier.buffer.add_ingest(flow, obj)
-        else:
-            self.caches[phase.node_of(rank)].add_ingest(flow, obj)
+        if phase.operation == "write":
+            self.count_write(flow, phase.node_of(rank), self._cur_objs[rank], phase.direct_io)
 
     def ior_fsync(self, phase: IorPhase, rank: int) -> simpy.Event | None:
         """``fsync``: wait until the rank's client cache is written back."""
@@ -281,6 +195,15 @@ class VastSystem(VastRequests):
         ValueError
             For a study phase when the system was built without ``studies``.
         """
+        if isinstance(phase, Io500Phase):
+            return run_io500(self, phase, self.fidelity)
+        if isinstance(phase, DarshanPhase | JobsPhase | MixPhase):
+            fidelity = job_fidelity(phase, phase.fidelity or self.fidelity, self.sim.seed)
+            if isinstance(phase, DarshanPhase):
+                return run_darshan(self, phase, fidelity, self.sim.seed)
+            if isinstance(phase, MixPhase):
+                return run_mix(self, phase, fidelity, self.sim.seed)
+            return run_jobs(self, phase, fidelity, self.sim.seed, self._fresh)
         if isinstance(phase, VastEndurancePhase):
             return run_endurance(self, phase)
         if isinstance(phase, VastRebuildPhase):
@@ -306,6 +229,10 @@ class VastSystem(VastRequests):
             tier_migrated_B=self.tier.migrated_B,
         )
         return result
+
+    def _fresh(self) -> VastSystem:
+        """A new system of the same model and seed, for a job run alone."""
+        return VastSystem(self.model, Simulation(self.sim.seed), self.fidelity, self.studies)
 
     def prefill(self, fraction: float = 1.0) -> None:
         """Write ``fraction`` of the SCM hold level of throw-away data (steady state).

@@ -29,7 +29,7 @@ compressed fraction, ``k+m`` = erasure-code geometry):
   per rank by the round trip (random, O_DIRECT) or, for sequential buffered
   reads, by the closed loop of the rank's read-ahead RPCs through its own
   copy, the fixed round trip and the SCM drives' queues
-  (:meth:`~flashsim.systems.vast.VastSystem.sequential_read_rate_Bps`):
+  (:meth:`~flashsim.systems.vast_streams.VastStreams.sequential_read_rate_Bps`):
   per-process bound at low ``N x p``, approaching the SCM drives' bandwidth
   gradually at high ``N x p``.
 
@@ -39,7 +39,7 @@ NFS/RDMA stack, CNode metadata and transaction handling) + media latency
 fabrics' latencies (NVMe fabric out and back; client fabric, if any, to the
 client's CNodes and back).  O_DIRECT and random ranks are capped by the
 closed loop of that round trip and the SCM drives' queues
-(:meth:`~flashsim.systems.vast_system.VastSystem.direct_rate_Bps`).
+(:meth:`~flashsim.systems.vast_streams.VastStreams.direct_rate_Bps`).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ import numpy as np
 from flashsim.components.fluid import DrainPath, FluidBuffer, split_evenly
 from flashsim.components.nfs import NfsClientModel
 from flashsim.components.ssd import SsdSpec, SsdState
-from flashsim.components.tier import ScmQlcTier
+from flashsim.components.tier import ReadWeights, ScmQlcTier
 from flashsim.engine.flows import Resource
 from flashsim.engine.maxmin import FloatArray
 from flashsim.engine.queues import FifoQueue
@@ -222,9 +222,10 @@ class VastTopology(BuiltSystem):
         ]
         return path
 
-    def _read_path(self, client: int, obj: str) -> list[tuple[Resource, float]]:
-        drives = self.tier.read_path(obj)
-        f_scm, qlc_w, _ = self.tier.read_weights(obj)
+    def _read_path(self, client: int, where: ReadWeights) -> list[tuple[Resource, float]]:
+        """What a byte read by ``client`` crosses, its data living as ``where`` says."""
+        drives = self.tier.drive_path(*where)
+        f_scm, qlc_w, _ = where
         per_dnode = np.zeros(len(self.dnode_tx))
         per_dnode += f_scm * self.scm_share
         np.add.at(per_dnode, self.qlc_dnode_idx, qlc_w)

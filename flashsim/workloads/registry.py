@@ -22,7 +22,12 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import BaseModel, Field
 
+from flashsim.workloads.darshan import DarshanPhase
+from flashsim.workloads.io500 import Io500Phase, Io500Target
 from flashsim.workloads.ior import IorPhase, IorTarget
+from flashsim.workloads.jobs import JobsPhase
+from flashsim.workloads.mix_phase import MixPhase
+from flashsim.workloads.replay import JobTarget
 from flashsim.workloads.streams import StreamsPhase, StreamsTarget
 
 #: The key of a phase table that names its workload (the union's discriminator).
@@ -72,6 +77,10 @@ WORKLOADS: Mapping[str, Workload] = MappingProxyType(
         for w in (
             Workload("ior", IorPhase, IorTarget),
             Workload("streams", StreamsPhase, StreamsTarget),
+            Workload("io500", Io500Phase, Io500Target),
+            Workload("darshan", DarshanPhase, JobTarget),
+            Workload("jobs", JobsPhase, JobTarget),
+            Workload("mix", MixPhase, JobTarget),
         )
     }
 )

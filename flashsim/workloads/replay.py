@@ -1,0 +1,677 @@
+"""Run jobs' calls on a system: every rank in order, with its think time, in either fidelity.
+
+The engine under Darshan replay (:mod:`flashsim.workloads.darshan`), many
+jobs at once (:mod:`flashsim.workloads.jobs`) and production mixes
+(:mod:`flashsim.workloads.mix_phase`).  A job is a
+:class:`~flashsim.workloads.trace.JobTrace` placed on client nodes
+(:class:`PlacedJob`); each of its ranks is a SimPy process that issues its
+calls in order, waiting before each the computation the trace recorded
+between it and the previous call (``speedup = "none"``) or not at all
+(``"io-only"``).
+
+How a call crosses the system is the system's own IOR physics: a system
+implements :class:`JobTarget`, whose :meth:`JobTarget.job_stream` returns
+the :class:`~flashsim.workloads.ior.RankStream` (flow path, the rank's rate
+cap ``q t / L``, server operation size) of one *kind* of call
+(:class:`Access`: node, file, direction, call size, sequential or not) — on
+Lustre the same method IOR's streams are built with.  So a call of ``t``
+bytes that the client keeps ``q`` operations of round trip ``L`` in flight
+for takes ``t / min(q t / L, fair share)``: a small synchronous call costs
+its round trip, a large one its share of the bottleneck.
+
+Flow fidelity moves each call as a flow.  With ``merge`` (the default) a
+rank's consecutive calls to the same counter record, in the same
+direction, each starting where the previous ended and separated by at most
+``merge_gap_s`` of computation, move as one flow (their small gaps are
+waited before it, so no computation is lost): a checkpoint of 10^4
+contiguous 1 MiB writes costs one flow, not 10^4.  Request fidelity runs
+every call's server operations of ``op_size_B`` through the system's queues
+(:meth:`JobTarget.job_request`), ``concurrency`` at a time; calls smaller
+than a server operation are gathered as the client gathers buffered
+sequential I/O (a write waits when an operation has filled, a read when
+the read-ahead has run out).
+
+Client caches: a read of regions the rank's node alone wrote earlier in the
+job is served from its page cache (:func:`cached_reads`: no server I/O);
+a buffered write returns once its bytes fit in the rank's
+share of the client's dirty-page budget (the stream's ``write_behind_B``;
+flow fidelity) or once a whole server operation has filled (request
+fidelity), and drains in the background; a rank ends when its data is on the
+servers.  A stdio call (Darshan's STDIO module) is buffered in user space:
+its size class is at least the stdio buffer (:data:`STDIO_BUFFER_B`).
+
+What is not modelled: metadata calls (open, stat, close) take no simulated
+time here; a call's time starts when its rank issues it, whatever the other
+ranks do (no MPI collectives); read-ahead across calls in flow fidelity
+beyond what the rank's rate cap carries.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal, Protocol
+
+import numpy as np
+import simpy
+from pydantic import Field
+
+from flashsim.config import NonNegativeSeconds
+from flashsim.engine.flows import Flow
+from flashsim.engine.simulation import Simulation
+from flashsim.workloads.ior import RankStream
+from flashsim.workloads.trace import BoolArray, FloatArray, IntArray, JobTrace, TraceFile
+
+Speedup = Literal["none", "io-only"]
+
+#: Phase keys every workload run by the engine takes (``darshan``, ``jobs``, ``mix``).
+MergeCalls = Annotated[
+    bool, Field(description="Flow fidelity: move a rank's contiguous calls as one transfer.")
+]
+MergeGap = Annotated[
+    NonNegativeSeconds,
+    Field(description="Most computation between two recorded calls that are still merged."),
+]
+FidelityOverride = Annotated[
+    Literal["flow", "request"] | None,
+    Field(description="Override the scenario's fidelity for this phase."),
+]
+
+#: Call sizes are grouped into classes 2^(1/4) apart (19 %) to share paths and caps.
+CLASSES_PER_OCTAVE = 4
+
+#: Bytes a stdio stream buffers when the trace does not record the file's stripe size:
+#: glibc sizes the buffer by ``st_blksize``, which Lustre reports as the stripe size
+#: (1 MiB by default; ASSUMED for files on other file systems too).
+STDIO_BUFFER_B = 1024.0 * 1024.0
+
+
+@dataclass(frozen=True)
+class Access:
+    """One kind of call of one rank: everything its path and caps depend on.
+
+    Attributes
+    ----------
+    node : int
+        Client node index (system-wide).
+    ranks_on_node : int
+        Ranks of the job on that node (they share its client).
+    file_key : str
+        The file, unique in the run (job name and file index): placement is a
+        function of it.
+    file : TraceFile
+        Its layout hints (Lustre striping) and file system.
+    write : bool
+        Direction.
+    transfer_B : float
+        Bytes per call (the size class's representative), bytes.
+    sequential : bool
+        The call starts where the rank's previous call on the file ended.
+    direct_io : bool
+        ``O_DIRECT`` (no client cache).
+    job_ranks : int
+        Ranks of the job (they share the servers' queues).
+    write_conflict : float
+        Chance that a write of the job to this file lands in a region
+        (:data:`LOCK_REGION_B`, or the file's recorded stripe size) that the
+        job also writes from another client node, weighted as ``1 - 1/k`` for
+        ``k`` writing nodes (:func:`write_conflicts`): what a file system
+        with byte-range locks charges hand-offs for.
+    """
+
+    node: int
+    ranks_on_node: int
+    file_key: str
+    file: TraceFile
+    write: bool
+    transfer_B: float
+    sequential: bool
+    direct_io: bool = False
+    job_ranks: int = 1
+    write_conflict: float = 0.0
+
+
+class JobTarget(Protocol):
+    """What a system provides so that jobs' calls can run on it."""
+
+    sim: Simulation
+
+    def job_client_nodes(self) -> int:
+        """Client nodes jobs may be placed on."""
+        ...
+
+    def job_begin(self) -> None:
+        """Forget paths built for earlier runs (the system's state may have changed)."""
+        ...
+
+    def job_stream(self, access: Access) -> RankStream:
+        """The flow path, rate cap and server operation size of one kind of call."""
+        ...
+
+    def job_request(self, access: Access, stream: RankStream) -> Generator[simpy.Event, Any, None]:
+        """Request fidelity: one server operation of ``stream.op_size_B`` bytes."""
+        ...
+
+    def job_flow_started(self, access: Access, flow: Flow) -> None:
+        """Flow fidelity: a call of kind ``access`` started ``flow`` (state that follows bytes)."""
+        ...
+
+
+class JobTargetDefaults:
+    """No-op defaults of the optional :class:`JobTarget` hooks."""
+
+    def job_begin(self) -> None:
+        """Nothing to forget."""
+        return None
+
+    def job_flow_started(self, access: Access, flow: Flow) -> None:
+        """Do nothing: the system keeps no per-byte state of its own."""
+        return None
+
+
+@dataclass(frozen=True)
+class PlacedJob:
+    """A job on client nodes, starting at a time.
+
+    Attributes
+    ----------
+    name : str
+        Job name, unique in the phase.
+    trace : JobTrace
+        Its calls.
+    first_node : int
+        First client node; rank ``r`` runs on ``first_node + r // ranks_per_node``
+        (modulo the system's client nodes).
+    ranks_per_node : int
+        Ranks per client node.
+    start_s : float
+        Seconds after the phase starts at which the job starts.
+    direct_io : bool
+        Calls bypass the client cache.
+    """
+
+    name: str
+    trace: JobTrace
+    first_node: int = 0
+    ranks_per_node: int = 1
+    start_s: float = 0.0
+    direct_io: bool = False
+
+    @property
+    def nodes(self) -> int:
+        """Client nodes the job occupies."""
+        return -(-self.trace.nprocs // self.ranks_per_node)
+
+    def node_of(self, rank: int, client_nodes: int) -> int:
+        """Client node of ``rank``."""
+        return (self.first_node + rank // self.ranks_per_node) % client_nodes
+
+
+@dataclass(frozen=True)
+class Transfers:
+    """A job's calls grouped into the transfers the simulation moves, ordered by rank.
+
+    Attributes
+    ----------
+    rank, file, record : numpy.ndarray of int
+        Per transfer, as in :class:`~flashsim.workloads.trace.OpTable`.
+    write, sequential : numpy.ndarray of bool
+        Direction; whether the first call continues the rank's previous call on the file.
+    size_B : numpy.ndarray of float
+        Bytes moved (sum of the calls').
+    calls : numpy.ndarray of int
+        Calls merged into the transfer.
+    gap_s : numpy.ndarray of float
+        Computation (s) the rank does before issuing it.
+    cached : numpy.ndarray of bool
+        Reads served from the client's page cache (no server I/O, no time).
+    """
+
+    rank: IntArray
+    file: IntArray
+    record: IntArray
+    write: BoolArray
+    sequential: BoolArray
+    size_B: FloatArray
+    calls: IntArray
+    gap_s: FloatArray
+    cached: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+    def __len__(self) -> int:
+        return int(self.rank.size)
+
+
+def group_calls(
+    trace: JobTrace,
+    merge: bool,
+    merge_gap_s: float,
+    speedup: Speedup,
+    cached: BoolArray | None = None,
+) -> Transfers:
+    """Group a trace's calls into transfers (see the module docstring).
+
+    Parameters
+    ----------
+    trace : JobTrace
+        The job.
+    merge : bool
+        Merge contiguous calls (flow fidelity).
+    merge_gap_s : float
+        Most computation between two calls that are still merged, seconds;
+        calls whose times were drawn rather than recorded (``trace.timing``
+        is not ``"dxt"``) merge whatever their gaps.
+    speedup : {"none", "io-only"}
+        ``io-only`` drops all computation between calls.
+    cached : numpy.ndarray of bool, optional
+        Per call, a read the client's page cache serves (:func:`cached_reads`).
+    """
+    ops = trace.ops
+    n = len(ops)
+    hit = np.zeros(n, dtype=bool) if cached is None else cached
+    if n == 0:
+        i0 = np.zeros(0, dtype=np.int64)
+        f0 = np.zeros(0)
+        b0 = np.zeros(0, dtype=bool)
+        return Transfers(i0, i0, i0, b0, b0, f0, i0, f0, b0)
+    new_rank = np.ones(n, dtype=bool)
+    new_rank[1:] = ops.rank[1:] != ops.rank[:-1]
+    prev_end = np.empty(n)
+    prev_end[0] = 0.0
+    prev_end[1:] = ops.end_s[:-1]
+    prev_end[new_rank] = 0.0  # a rank's first call waits from the job's start
+    gap = np.maximum(ops.start_s - prev_end, 0.0)
+    if speedup == "io-only":
+        gap[:] = 0.0
+    sequential = _sequential(ops.rank, ops.file, ops.offset_B, ops.size_B)
+    if trace.timing != "dxt":
+        # drawn calls' gaps are not measurements: a run merges whatever its gaps (they are
+        # all waited before it, so the rank's computation time is kept)
+        merge_gap_s = math.inf
+    if merge:
+        same = np.zeros(n, dtype=bool)
+        same[1:] = (
+            ~new_rank[1:]
+            & (ops.record[1:] == ops.record[:-1])
+            & (ops.write[1:] == ops.write[:-1])
+            & (ops.offset_B[1:] == ops.offset_B[:-1] + ops.size_B[:-1])
+            & (gap[1:] <= merge_gap_s)
+            & (hit[1:] == hit[:-1])
+        )
+    else:
+        same = np.zeros(n, dtype=bool)
+    starts = np.flatnonzero(~same)
+    group = np.cumsum(~same) - 1
+    size: FloatArray = np.bincount(group, weights=ops.size_B).astype(np.float64)
+    calls = np.bincount(group).astype(np.int64)
+    waited: FloatArray = np.bincount(group, weights=gap).astype(
+        np.float64
+    )  # merged gaps are waited before the transfer
+    return Transfers(
+        rank=ops.rank[starts],
+        file=ops.file[starts],
+        record=ops.record[starts],
+        write=ops.write[starts],
+        sequential=sequential[starts],
+        size_B=size,
+        calls=calls,
+        gap_s=waited,
+        cached=hit[starts],
+    )
+
+
+def cached_reads(job: PlacedJob, client_nodes: int) -> BoolArray:
+    """Per call of ``job``, whether it is a read the client's page cache serves.
+
+    A read hits when the node that issues it wrote the regions it reads
+    (first and last; :data:`LOCK_REGION_B`, or the file's stripe size)
+    earlier in the job, and no other node of the job wrote them (another
+    node's write would have taken the lock and invalidated the pages).  The
+    cache's capacity is not limited: a node keeps what it wrote.
+    """
+    ops = job.trace.ops
+    n = len(ops)
+    out = np.zeros(n, dtype=bool)
+    w = ops.write
+    reads = ~w & (ops.size_B > 0)
+    if not w.any() or not reads.any():
+        return out
+    region_B = np.array([f.stripe_size_B or LOCK_REGION_B for f in job.trace.files])
+    node = (job.first_node + ops.rank // job.ranks_per_node) % client_nodes
+    scale = float(2**40)
+
+    def key(offset: FloatArray) -> FloatArray:
+        out_key: FloatArray = ops.file * scale + np.floor(offset / region_B[ops.file])
+        return out_key
+
+    first = key(ops.offset_B)
+    last = key(ops.offset_B + np.maximum(ops.size_B - 1, 0))
+    wk = np.concatenate([first[w], last[w]])
+    wn = np.concatenate([node[w], node[w]])
+    ws = np.concatenate([ops.start_s[w], ops.start_s[w]])
+    keys, inv = np.unique(wk, return_inverse=True)
+    inv = inv.ravel()
+    lo_node = np.full(keys.size, np.iinfo(np.int64).max)
+    hi_node = np.full(keys.size, -1)
+    first_write = np.full(keys.size, np.inf)
+    np.minimum.at(lo_node, inv, wn)
+    np.maximum.at(hi_node, inv, wn)
+    np.minimum.at(first_write, inv, ws)
+
+    def served(k: FloatArray) -> BoolArray:
+        at = np.clip(np.searchsorted(keys, k), 0, keys.size - 1)
+        mine = node[reads]
+        hit: BoolArray = (
+            (keys[at] == k)
+            & (lo_node[at] == mine)
+            & (hi_node[at] == mine)
+            & (first_write[at] < ops.start_s[reads])
+        )
+        return hit
+
+    out[reads] = served(first[reads]) & served(last[reads])
+    return out
+
+
+def _sequential(rank: IntArray, file: IntArray, offset: FloatArray, size: FloatArray) -> BoolArray:
+    """Whether each call starts where the same rank's previous call on the same file ended.
+
+    A rank's first call on a file is sequential when it starts at offset 0.
+    """
+    n = rank.size
+    order = np.lexsort((np.arange(n), file, rank))  # stable: by rank, file, then issue order
+    r, f, o, s = rank[order], file[order], offset[order], size[order]
+    seq = np.empty(n, dtype=bool)
+    first = np.ones(n, dtype=bool)
+    first[1:] = (r[1:] != r[:-1]) | (f[1:] != f[:-1])
+    seq[first] = o[first] == 0
+    rest = ~first
+    rest_idx = np.flatnonzero(rest)
+    seq[rest_idx] = o[rest_idx] == o[rest_idx - 1] + s[rest_idx - 1]
+    out = np.empty(n, dtype=bool)
+    out[order] = seq
+    return out
+
+
+def size_class_B(size_B: float) -> float:
+    """The representative call size of ``size_B``'s class (at least 1 byte)."""
+    if size_B <= 1.0:
+        return 1.0
+    k = round(math.log2(size_B) * CLASSES_PER_OCTAVE)
+    return float(2.0 ** (k / CLASSES_PER_OCTAVE))
+
+
+@dataclass
+class JobTimes:
+    """What one job's run measured, per transfer (seconds of simulated time).
+
+    Attributes
+    ----------
+    job : PlacedJob
+        The job.
+    transfers : Transfers
+        Its transfers.
+    start_s, end_s : numpy.ndarray of float
+        When each transfer was issued and completed, seconds since the phase started.
+    rank_end_s : numpy.ndarray of float
+        When each rank finished its last call (NaN for a rank without calls).
+    write_conflict : numpy.ndarray of float
+        Per file of the trace, :attr:`Access.write_conflict`.
+    stdio : numpy.ndarray of bool
+        Per counter record, whether it counts stdio (``STDIO``) calls.
+    """
+
+    job: PlacedJob
+    transfers: Transfers
+    start_s: FloatArray
+    end_s: FloatArray
+    rank_end_s: FloatArray
+    write_conflict: FloatArray = field(default_factory=lambda: np.zeros(0))
+    stdio: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+
+    @property
+    def io_time_s(self) -> FloatArray:
+        """Per transfer, the time its calls took (end - start), seconds."""
+        return self.end_s - self.start_s
+
+    @property
+    def makespan_s(self) -> float:
+        """From the job's start to its last rank's last call, seconds."""
+        ends = self.rank_end_s[np.isfinite(self.rank_end_s)]
+        return float(ends.max() - self.job.start_s) if ends.size else 0.0
+
+
+class JobEngine:
+    """Runs placed jobs together on one system, in one simulation.
+
+    Parameters
+    ----------
+    system : JobTarget
+        The built system.
+    fidelity : {"flow", "request"}
+        ``flow``: calls (or merged runs of them) as flows; ``request``: every
+        server operation through the queues.
+    speedup : {"none", "io-only"}
+        Keep the computation between calls, or drop it.
+    merge : bool
+        Flow fidelity: merge contiguous calls (ignored in request fidelity).
+    merge_gap_s : float
+        Most computation between merged calls, seconds.
+    """
+
+    def __init__(
+        self,
+        system: JobTarget,
+        fidelity: Literal["flow", "request"],
+        speedup: Speedup = "none",
+        merge: bool = True,
+        merge_gap_s: float = 1e-3,
+    ) -> None:
+        self.system = system
+        self.fidelity = fidelity
+        self.speedup: Speedup = speedup
+        self.merge = merge and fidelity == "flow"
+        self.merge_gap_s = merge_gap_s
+        self._streams: dict[Access, RankStream] = {}
+
+    def run(self, jobs: list[PlacedJob]) -> list[JobTimes]:
+        """Run ``jobs`` together from the simulation's present time; return their times."""
+        sim = self.system.sim
+        env = sim.env
+        t0 = sim.now
+        client_nodes = self.system.job_client_nodes()
+        self.system.job_begin()
+        self._streams = {}
+        outcomes: list[JobTimes] = []
+        procs: list[simpy.Process] = []
+        for job in jobs:
+            transfers = group_calls(
+                job.trace,
+                self.merge,
+                self.merge_gap_s,
+                self.speedup,
+                cached_reads(job, client_nodes),
+            )
+            m = len(transfers)
+            times = JobTimes(
+                job=job,
+                transfers=transfers,
+                start_s=np.full(m, math.nan),
+                end_s=np.full(m, math.nan),
+                rank_end_s=np.full(job.trace.nprocs, math.nan),
+                write_conflict=write_conflicts(job, client_nodes),
+                stdio=(job.trace.records["module"] == "STDIO").to_numpy(dtype=bool),
+            )
+            outcomes.append(times)
+            bounds = np.searchsorted(transfers.rank, np.arange(job.trace.nprocs + 1))
+            for rank in range(job.trace.nprocs):
+                lo, hi = int(bounds[rank]), int(bounds[rank + 1])
+                if hi > lo:
+                    node = job.node_of(rank, client_nodes)
+                    procs.append(env.process(self._rank(times, rank, node, lo, hi, t0)))
+        if procs:
+            sim.run(env.all_of(procs))
+        return outcomes
+
+    def _access(self, times: JobTimes, node: int, k: int) -> Access:
+        job = times.job
+        tr = times.transfers
+        calls = max(int(tr.calls[k]), 1)
+        f = int(tr.file[k])
+        call_B = float(tr.size_B[k]) / calls
+        if times.stdio[int(tr.record[k])]:
+            # stdio buffers a stream's calls in user space and writes (or reads) whole
+            # buffers of st_blksize, which Lustre reports as the stripe size
+            call_B = max(call_B, job.trace.files[f].stripe_size_B or STDIO_BUFFER_B)
+        return Access(
+            node=node,
+            ranks_on_node=min(job.ranks_per_node, job.trace.nprocs),
+            file_key=f"{job.name}/{f}",
+            file=job.trace.files[f],
+            write=bool(tr.write[k]),
+            transfer_B=size_class_B(call_B),
+            sequential=bool(tr.sequential[k]),
+            direct_io=job.direct_io,
+            job_ranks=job.trace.nprocs,
+            write_conflict=float(times.write_conflict[f]),
+        )
+
+    def _stream(self, access: Access) -> RankStream:
+        stream = self._streams.get(access)
+        if stream is None:
+            stream = self.system.job_stream(access)
+            self._streams[access] = stream
+        return stream
+
+    def _rank(
+        self, times: JobTimes, rank: int, node: int, lo: int, hi: int, t0: float
+    ) -> Generator[simpy.Event, Any, None]:
+        sim = self.system.sim
+        env = sim.env
+        tr = times.transfers
+        #: Request fidelity, per kind of call whose server operations are larger than the
+        #: calls (buffered sequential I/O): bytes written but not yet sent (write-back),
+        #: or read ahead but not yet consumed (read-ahead).
+        cache_B: dict[Access, float] = {}
+        #: Flow fidelity: buffered writes still draining to the servers (write-back), oldest
+        #: first, and their bytes.
+        dirty: deque[tuple[Flow, float]] = deque()
+        dirty_B = 0.0
+        if times.job.start_s > 0:
+            yield env.timeout(times.job.start_s)
+        for k in range(lo, hi):
+            if tr.gap_s[k] > 0:
+                yield env.timeout(float(tr.gap_s[k]))
+            times.start_s[k] = env.now - t0
+            size = float(tr.size_B[k])
+            if size > 0 and not tr.cached[k]:
+                access = self._access(times, node, k)
+                stream = self._stream(access)
+                if self.fidelity == "request":
+                    ops = self._operations(access, stream, size, cache_B)
+                    if ops:
+                        yield from self._requests(access, stream, ops)
+                else:
+                    budget = stream.write_behind_B if access.write else 0.0
+                    # write-back: the call waits only until its bytes fit in the dirty budget
+                    while dirty and dirty_B + size > budget:
+                        oldest, its_B = dirty.popleft()
+                        if not oldest.done.triggered:
+                            yield oldest.done
+                        dirty_B -= its_B
+                    flow = sim.flows.start_flow(
+                        size,
+                        stream.path,
+                        rate_cap_Bps=stream.rate_cap_Bps,
+                        op_size_B=stream.op_size_B,
+                        name=f"{times.job.name}.r{rank}.{k}",
+                    )
+                    self.system.job_flow_started(access, flow)
+                    if size <= budget:
+                        dirty.append((flow, size))
+                        dirty_B += size
+                    else:
+                        yield flow.done
+            times.end_s[k] = env.now - t0
+        for access, pending in cache_B.items():
+            if access.write and pending > 0:  # the last partial write-back operation
+                yield from self._requests(access, self._stream(access), 1)
+        for flow, _ in dirty:  # the rank is done when its data is on the servers
+            if not flow.done.triggered:
+                yield flow.done
+        times.rank_end_s[rank] = env.now - t0
+
+    @staticmethod
+    def _operations(
+        access: Access, stream: RankStream, size_B: float, cache_B: dict[Access, float]
+    ) -> int:
+        """Server operations a call of ``size_B`` bytes waits for (request fidelity).
+
+        Calls at least as large as the server operation send their own
+        (``ceil(size / op_size)``); smaller ones are gathered as the client
+        does for buffered sequential I/O: a write waits only when a whole
+        operation has filled, a read only when the read-ahead has run out.
+        """
+        op_B = stream.op_size_B
+        if size_B >= op_B * (1 - 1e-12):
+            return max(1, math.ceil(size_B / op_B - 1e-9))
+        have = cache_B.get(access, 0.0)
+        if access.write:
+            have += size_B
+            ops = int(have // op_B)
+            cache_B[access] = have - ops * op_B
+            return ops
+        ops = max(0, math.ceil((size_B - have) / op_B - 1e-9))
+        cache_B[access] = have + ops * op_B - size_B
+        return ops
+
+    def _requests(
+        self, access: Access, stream: RankStream, ops: int
+    ) -> Generator[simpy.Event, Any, None]:
+        """``ops`` server operations, ``concurrency`` of them in flight."""
+        env = self.system.sim.env
+        width = max(1, min(stream.concurrency, ops))
+        left = [ops]
+
+        def worker() -> Generator[simpy.Event, Any, None]:
+            while left[0] > 0:
+                left[0] -= 1
+                yield from self.system.job_request(access, stream)
+
+        yield env.all_of([env.process(worker()) for _ in range(width)])
+
+
+#: Region of a file whose writes from different nodes conflict, when the trace does not
+#: record the file's stripe size: Lustre's default stripe (1 MiB).
+LOCK_REGION_B = 1024.0 * 1024.0
+
+
+def write_conflicts(job: PlacedJob, client_nodes: int) -> FloatArray:
+    """Per file of ``job``'s trace, the chance a write finds its region written from elsewhere.
+
+    Each write call's region is ``offset // stripe`` (the file's recorded
+    stripe size, else :data:`LOCK_REGION_B`); a region written by ranks of
+    ``k`` client nodes counts ``1 - 1/k`` per write (the previous writer is
+    any of them); the file's value is the mean over its writes.
+    """
+    ops = job.trace.ops
+    files = job.trace.files
+    out = np.zeros(len(files))
+    w = ops.write
+    if not w.any():
+        return out
+    region_B = np.array([f.stripe_size_B or LOCK_REGION_B for f in files])
+    file = ops.file[w]
+    region = np.floor(ops.offset_B[w] / region_B[file]).astype(np.int64)
+    node = (job.first_node + ops.rank[w] // job.ranks_per_node) % client_nodes
+    keys = np.stack([file, region])
+    _, key_id = np.unique(keys, axis=1, return_inverse=True)
+    key_id = key_id.ravel()
+    pairs = np.unique(np.stack([key_id, node]), axis=1)
+    nodes_per_key = np.bincount(pairs[0], minlength=int(key_id.max()) + 1)
+    conflict = 1.0 - 1.0 / nodes_per_key[key_id]
+    total = np.bincount(file, weights=conflict, minlength=len(files))
+    calls = np.bincount(file, minlength=len(files))
+    np.divide(total, calls, out=out, where=calls > 0)
+    return out
