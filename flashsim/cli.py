@@ -285,7 +285,7 @@ def replay(
         "fidelity": fidelity,
         "phases": [darshan_phase_data(log.resolve(), speedup, ranks_per_node=ranks_per_node)],
     }
-    loaded = scenario_from_data(data, Path.cwd() / "replay", _overrides(sets))
+    loaded = scenario_from_data(data, Path("flashsim replay"), _overrides(sets))
     result = run_loaded(loaded, progress=sys.stderr.isatty())
     if as_json:
         click.echo(_dumps(result.to_dict()))

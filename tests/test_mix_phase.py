@@ -34,7 +34,7 @@ def test_json_is_strict_even_with_an_idle_median(run: RunResult) -> None:
     assert extra["write"]["peak_to_median"] is None
 
 
-def test_the_mix_asked_for_is_the_mix_the_servers_saw(widow1_hour: MixDetails) -> None:
+def test_the_calls_issued_hold_the_seeds_request_mix(widow1_hour: MixDetails) -> None:
     d = widow1_hour
     assert d.jobs > 10
     # seed 003 §2: widow1's reads are 61.6 % of requests

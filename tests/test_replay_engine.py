@@ -139,15 +139,15 @@ def test_conservation_is_checked_and_can_fail() -> None:
 def test_request_fidelity_replays_every_server_operation() -> None:
     model = load_system_model(PERLMUTTER).model
     trace = one_rank_trace([0, 2**20], [2**20, 2**20], [0.0, 0.0], [0.0, 0.0])
-    # buffered: two 1 MiB writes fill half a 4 MiB RPC, so they return at once and the
-    # rank ends when its last, partial RPC is written back
-    (times,) = JobEngine(Lustre(model, Simulation(0), "request"), "request").run(
-        [PlacedJob("r", trace)]
-    )
+    # buffered: two 1 MiB writes fill half a 4 MiB RPC, so they return at once (the rank's
+    # time ends there) and the last, partial RPC is written back before the run returns
+    system = Lustre(model, Simulation(0), "request")
+    (times,) = JobEngine(system, "request").run([PlacedJob("r", trace)])
     assert tally_job(times).conserved
     assert len(times.transfers) == 2  # no merging in request fidelity
     assert times.io_time_s.tolist() == [0.0, 0.0]
-    assert times.rank_end_s[0] > 0
+    assert times.rank_end_s[0] == 0.0
+    assert system.sim.now > 0.0
     # O_DIRECT: each call waits for its own RPC
     (direct,) = JobEngine(Lustre(model, Simulation(0), "request"), "request").run(
         [PlacedJob("r", trace, direct_io=True)]
@@ -188,8 +188,9 @@ nodes = 4
 ranks_per_node = 4
 transfer_size = "4 MiB"
 block_size = "256 MiB"
-stripe_count = 2
-first_node = 0
+stripe_count = 1
+first_target = 7
+fsync = true
 [[phases.jobs]]
 type = "ior"
 name = "b"
@@ -198,8 +199,9 @@ nodes = 4
 ranks_per_node = 4
 transfer_size = "4 MiB"
 block_size = "256 MiB"
-stripe_count = 2
-first_node = 0
+stripe_count = 1
+first_target = 7
+fsync = true
 """
     )
     out = run_flashsim("run", str(scenario), "--json")
@@ -209,8 +211,9 @@ first_node = 0
     for j in jobs:
         assert j["conserved"]
         assert j["bytes_B"] == 16 * 256 * 2**20
-        # the two share their client nodes' NICs: each gets about half
+        # on their own nodes, but every file on OST 7: each gets about half of it
         assert j["slowdown"] == pytest.approx(2.0, rel=0.05)
+    assert (jobs[0]["first_node"], jobs[1]["first_node"]) == (0, 4)
 
 
 @pytest.mark.parametrize(
@@ -219,6 +222,8 @@ first_node = 0
         ('transfer_size = "3 MiB"\nblock_size = "4 MiB"', "must be a positive multiple"),
         ("nodes = 0", "nodes"),
         ('ranks_per_node = 4\nnodes = 100000\nblock_size = "1 TiB"', "at most"),
+        ("nodes = 9000", "do not fit the system's"),
+        ("first_target = 274", "OST 274 does not exist"),
     ],
 )
 def test_bad_jobs_exit_2_with_one_line(tmp_path: Path, job: str, expected: str) -> None:
@@ -269,3 +274,9 @@ log = "missing.darshan"
     out = run_flashsim("run", str(scenario))
     assert out.returncode == 2
     assert "no such log file" in out.stderr and "Traceback" not in out.stderr
+    second = 'name = "b", operation = "read"'
+    text = scenario.read_text().replace(second, second + ", first_node = 0")
+    scenario.write_text(text.split('[[phases]]\nname = "q"')[0])
+    out = run_flashsim("run", str(scenario))
+    assert out.returncode == 2
+    assert "each job runs on its own client nodes" in out.stderr

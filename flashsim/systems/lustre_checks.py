@@ -21,6 +21,7 @@ from flashsim.systems.lustre_io500 import check_io500_phase
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.systems.lustre_rebuild import REBUILD_WORKLOADS, check_rebuild_phase
 from flashsim.workloads.ior import IorPhase
+from flashsim.workloads.jobs import check_placement
 
 
 def check_model(model: LustreModel) -> None:
@@ -146,6 +147,14 @@ def check_phase(model: LustreModel, phase: Any) -> None:
     """
     n_osts = model.oss.count * model.oss.targets_per_server
     workload = getattr(phase, "workload", "")
+    check_placement(phase, client_slots(model))
+    for i, job in enumerate(getattr(phase, "jobs", []) if workload == "jobs" else []):
+        first = getattr(job, "first_target", None)
+        if first is not None and first >= n_osts:
+            raise ValueError(
+                f"jobs.{i}.first_target: OST {first} does not exist; the system has {n_osts} "
+                f"(0..{n_osts - 1})"
+            )
     if workload in FLEET_WORKLOADS:
         check_fleet_phase(n_osts, phase)
     elif workload in ("ost-aging", "production-aging"):

@@ -23,6 +23,7 @@ from flashsim.systems.vast_network import VastNetwork
 from flashsim.systems.vast_phases import buffered_write
 from flashsim.workloads.io500 import Io500Phase
 from flashsim.workloads.ior import FileLayout, IorPhase
+from flashsim.workloads.jobs import check_placement
 
 
 def check_model(model: VastModel) -> None:
@@ -43,6 +44,7 @@ def check_phase(model: VastModel, phase: Any) -> None:
     """
     if isinstance(phase, Io500Phase):
         check_io500_phase(model, phase, lambda ior: check_phase(model, ior))
+    check_placement(phase, model.client.count)
     if getattr(phase, "workload", "") == "vast-rebuild":
         qlc = model.dnode.count * model.dnode.qlc_drives
         if phase.drive >= qlc:

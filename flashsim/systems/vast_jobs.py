@@ -70,6 +70,7 @@ import numpy as np
 import simpy
 
 from flashsim.components.tier import ReadWeights
+from flashsim.config import warn
 from flashsim.engine.flows import Flow
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Fidelity
@@ -189,7 +190,13 @@ def job_fidelity(phase: Any, fidelity: Literal["flow", "request"], seed: int) ->
     """
     if fidelity == "flow":
         return "flow"
-    return "flow" if buffered_writes(phase, seed) else "request"
+    if buffered_writes(phase, seed):
+        warn(
+            f"phase {phase.name!r}: its buffered writes need the client page cache, a "
+            "flow-fidelity buffer on a vast system; the phase runs in flow fidelity"
+        )
+        return "flow"
+    return "request"
 
 
 def buffered_writes(phase: Any, seed: int) -> bool:

@@ -52,6 +52,8 @@ def resolve_log(text: str, base_dir: Path) -> Path:
         path = Path(darshan.__file__).parent / text[len(PYDARSHAN_PREFIX) :]
     else:
         path = base_dir / text
+    if path.is_dir():
+        raise ValueError(f"{path} is a directory; expected a Darshan log file")
     if not path.is_file():
         raise ValueError(f"no such log file {path}")
     return path.resolve()

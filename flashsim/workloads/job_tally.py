@@ -1,6 +1,6 @@
 """What a replayed job did, per file, per rank and in all, beside what its source recorded.
 
-Counts come from the transfers the simulation actually moved
+Counts come from the transfers the simulation actually completed
 (:class:`~flashsim.workloads.replay.JobTimes`), grouped by the counter record
 each call belongs to, so :attr:`JobTally.conserved` checks the engine as much
 as the trace: every record's calls and bytes, replayed, equal its counters.
@@ -95,13 +95,15 @@ def tally_job(times: JobTimes) -> JobTally:
     tr = times.transfers
     records = trace.records
     n = len(records)
-    w = tr.write
-    dur = np.nan_to_num(times.end_s - times.start_s)
+    ran = np.isfinite(times.end_s)  # only transfers the simulation completed count
+    w = tr.write & ran
+    r = ~tr.write & ran
+    dur = np.where(ran, times.end_s - times.start_s, 0.0)
     per_record = pd.DataFrame(
         {
-            "reads": np.bincount(tr.record[~w], weights=tr.calls[~w], minlength=n),
+            "reads": np.bincount(tr.record[r], weights=tr.calls[r], minlength=n),
             "writes": np.bincount(tr.record[w], weights=tr.calls[w], minlength=n),
-            "bytes_read": np.bincount(tr.record[~w], weights=tr.size_B[~w], minlength=n),
+            "bytes_read": np.bincount(tr.record[r], weights=tr.size_B[r], minlength=n),
             "bytes_written": np.bincount(tr.record[w], weights=tr.size_B[w], minlength=n),
             "sim_io_time_s": np.bincount(tr.record, weights=dur, minlength=n),
         },
@@ -147,31 +149,33 @@ def _rank_tallies(times: JobTimes, records: pd.DataFrame) -> list[RankTally]:
     """Per rank: what it replayed and the recorded time of the records of that rank alone."""
     tr = times.transfers
     nprocs = times.job.trace.nprocs
-    w = tr.write
-    dur = np.nan_to_num(times.end_s - times.start_s)
+    ran = np.isfinite(times.end_s)
+    w = tr.write & ran
+    r = ~tr.write & ran
+    dur = np.where(ran, times.end_s - times.start_s, 0.0)
 
     def count(mask: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return np.bincount(tr.rank[mask], weights=weights[mask], minlength=nprocs)
 
-    reads = count(~w, tr.calls.astype(np.float64))
+    reads = count(r, tr.calls.astype(np.float64))
     writes = count(w, tr.calls.astype(np.float64))
-    b_read = count(~w, tr.size_B)
+    b_read = count(r, tr.size_B)
     b_written = count(w, tr.size_B)
     sim = np.bincount(tr.rank, weights=dur, minlength=nprocs)
     own = records[(records["rank"] >= 0) & records["io_time_s"].notna()]
     recorded = own.groupby("rank")["io_time_s"].sum()
     out = []
-    for r in np.flatnonzero((reads + writes) > 0):
-        rec = recorded.get(int(r))
+    for rank in np.flatnonzero((reads + writes) > 0):
+        rec = recorded.get(int(rank))
         out.append(
             RankTally(
-                int(reads[r]),
-                int(writes[r]),
-                float(b_read[r]),
-                float(b_written[r]),
-                float(sim[r]),
+                int(reads[rank]),
+                int(writes[rank]),
+                float(b_read[rank]),
+                float(b_written[rank]),
+                float(sim[rank]),
                 None if rec is None or math.isnan(rec) else float(rec),
-                rank=int(r),
+                rank=int(rank),
             )
         )
     return out

@@ -10,19 +10,24 @@ the fabric and the drives as the system's physics says.  An IOR job is the
 calls IOR would make (:func:`ior_trace`: ``segments x block / transfer``
 calls per rank, contiguous per rank and merged in flow fidelity), timed as
 IOR does (its bytes over the time from its first rank's start to its
-slowest rank's end); stonewalling, fsync and the client write-back cache
-are not modelled for jobs run together (use an ``ior`` phase for those).
+slowest rank's end, the write-back drain included with ``fsync``, IOR's
+``-e``); stonewalling is not modelled for jobs run together (use an ``ior``
+phase for that).
 
 Interference: with ``alone = true`` (the default) each entry is also run by
 itself, on a fresh copy of the system (same model and seed, nothing else
 running), and its slowdown is its time together over its time alone (for a
-mix: from its start to its last job's end).
+mix: from its start to its last job's end).  The together run sees what
+earlier phases left (aged drives, a filled SCM buffer, data placed); the fresh
+copy does not, so put a ``jobs`` phase first, or read its slowdown with that
+in mind.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
@@ -33,7 +38,8 @@ from flashsim.config import Bytes, NonNegativeSeconds, StrictModel
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.workloads.darshan import DarshanPhase, load_trace, resolve_log
 from flashsim.workloads.job_tally import tally_job
-from flashsim.workloads.mix import MixSpec, generate_mix
+from flashsim.workloads.mix import MixSpec
+from flashsim.workloads.mix_phase import MixPhase, place_mix
 from flashsim.workloads.replay import (
     FidelityOverride,
     JobEngine,
@@ -66,8 +72,23 @@ class IorJob(StrictModel):
     block_size: Bytes = Field("1 GiB", description="`-b`, bytes per rank per segment.")
     segments: Annotated[int, Field(ge=1)] = Field(1, description="`-s`.")
     direct_io: bool = Field(False, description="`--posix.odirect`.")
+    fsync: bool = Field(
+        False,
+        description=(
+            "`-e`: each rank flushes its write-back at the end, inside its time (the "
+            "engine's write-back budget, Lustre; VAST's client cache is not flushed by it)."
+        ),
+    )
     stripe_count: Annotated[int, Field(ge=1)] | None = Field(
         None, description="Lustre stripe count of its files (the model's default if unset)."
+    )
+    first_target: Annotated[int, Field(ge=0)] | None = Field(
+        None,
+        description=(
+            "OST of every file's first stripe (`lfs setstripe -i`; the files then share "
+            "those OSTs, one stripe unless stripe_count is set); unset: the system places "
+            "each file."
+        ),
     )
     start: NonNegativeSeconds = Field("0 s", description="When the job starts in the phase.")
     first_node: Annotated[int, Field(ge=0)] | None = Field(
@@ -186,6 +207,51 @@ def read_phase_traces(phase: Any, seed: int) -> None:
             raise ValueError(f"{key}: {exc}") from None
 
 
+def entry_nodes(entry: IorJob | DarshanJob | MixEntry) -> int:
+    """Client nodes an entry occupies (a replay's log must have been read)."""
+    if isinstance(entry, MixEntry):
+        return entry.client_nodes
+    if isinstance(entry, IorJob):
+        return entry.nodes
+    return -(-entry.trace(0).nprocs // entry.ranks_per_node)
+
+
+def check_placement(phase: Any, client_nodes: int) -> None:
+    """Refuse jobs that do not fit the system's client nodes or share nodes.
+
+    Raises ``ValueError("key: message")`` with the key relative to the phase
+    (``jobs.2.first_node``, ``first_node``, ``client_nodes``).
+    """
+    spans: list[tuple[str, int, int]] = []
+    if isinstance(phase, JobsPhase):
+        next_node = 0
+        for i, entry in enumerate(phase.jobs):
+            first = entry.first_node if entry.first_node is not None else next_node
+            n = entry_nodes(entry)
+            spans.append((f"jobs.{i}", first, first + n))
+            next_node = max(next_node, first + n)
+    elif isinstance(phase, DarshanPhase):
+        n = -(-phase.trace(0).nprocs // phase.ranks_per_node)
+        spans.append(("", phase.first_node, phase.first_node + n))
+    elif isinstance(phase, MixPhase):
+        n = phase.client_nodes or client_nodes - phase.first_node
+        spans.append(("", phase.first_node, phase.first_node + max(n, 1)))
+    for key, first, end in spans:
+        if end > client_nodes:
+            where = f"{key}.first_node" if key else "first_node"
+            raise ValueError(
+                f"{where}: nodes {first}..{end - 1} do not fit the system's {client_nodes:,} "
+                "client nodes (lower ranks or raise ranks_per_node)"
+            )
+    ordered = sorted(spans, key=lambda span: span[1])
+    for (key_a, _, end_a), (key_b, first_b, _) in pairwise(ordered):
+        if first_b < end_a:
+            raise ValueError(
+                f"{key_b}.first_node: {first_b} is inside the nodes of {key_a} (..{end_a - 1}); "
+                "each job runs on its own client nodes"
+            )
+
+
 def ior_trace(job: IorJob, seed: int = 0) -> JobTrace:
     """The calls of an IOR job: per rank ``segments x block/transfer`` calls of ``transfer`` bytes.
 
@@ -213,10 +279,14 @@ def ior_trace(job: IorJob, seed: int = 0) -> JobTrace:
         file = np.zeros(rank.size, dtype=np.int64)
         offset = (seg * n + rank) * b + k * t
     n_files = n if job.file_per_process else 1
+    osts = None
+    if job.first_target is not None:
+        osts = tuple(job.first_target + k for k in range(job.stripe_count or 1))
     files = tuple(
         TraceFile(
             name=f"{job.name}.{i:08d}" if job.file_per_process else job.name,
             stripe_count=job.stripe_count,
+            osts=osts,
         )
         for i in range(n_files)
     )
@@ -354,29 +424,16 @@ def place_jobs(phase: JobsPhase, seed: int) -> list[list[PlacedJob]]:
     for entry in phase.jobs:
         first = entry.first_node if entry.first_node is not None else next_node
         if isinstance(entry, MixEntry):
-            rng = np.random.default_rng([seed, hash_name(entry.name)])
-            group = []
-            offset = 0
-            for job in generate_mix(entry.mix, rng, max_nodes=entry.client_nodes):
-                group.append(
-                    PlacedJob(
-                        name=f"{entry.name}.{job.name}",
-                        trace=job.trace,
-                        first_node=first + offset,
-                        ranks_per_node=job.ranks_per_node,
-                        start_s=entry.start + job.arrival_s,
-                    )
-                )
-                offset = (offset + job.nodes) % entry.client_nodes
-            placed.append(group)
+            placed.append(place_mix(entry.mix, seed, entry.name, first, entry.client_nodes,
+                                    entry.start))  # fmt: skip
             next_node = max(next_node, first + entry.client_nodes)
             continue
         if isinstance(entry, IorJob):
             trace = ior_trace(entry, seed)
-            direct = entry.direct_io
+            direct, fsync = entry.direct_io, entry.fsync
         else:
             trace = entry.trace(seed)
-            direct = False
+            direct, fsync = False, False
         pj = PlacedJob(
             name=entry.name,
             trace=trace,
@@ -384,6 +441,7 @@ def place_jobs(phase: JobsPhase, seed: int) -> list[list[PlacedJob]]:
             ranks_per_node=entry.ranks_per_node,
             start_s=entry.start,
             direct_io=direct,
+            fsync=fsync,
         )
         next_node = max(next_node, first + pj.nodes)
         placed.append([pj])

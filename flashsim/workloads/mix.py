@@ -66,8 +66,9 @@ window's shares scatter around the targets as a real hour's would;
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -424,11 +425,13 @@ def _seed_size_mix() -> list[SizeClass]:
 
 
 #: Read share of requests per Spider partition (seed 003 §2, Fig. 4, 13-month averages).
-PRESETS: dict[str, dict[str, float]] = {
-    "widow1": {"read_fraction": 0.616},  # seed 003 §2: "widow1 ... 61.6% ... reads"
-    "widow2": {"read_fraction": 0.35},  # seed 003 §2: "around 35% in both widow2 and 3"
-    "widow3": {"read_fraction": 0.35},  # seed 003 §2: "around 35% in both widow2 and 3"
-}
+PRESETS: Mapping[str, Mapping[str, float]] = MappingProxyType(
+    {
+        "widow1": {"read_fraction": 0.616},  # seed 003 §2: "widow1 ... 61.6% ... reads"
+        "widow2": {"read_fraction": 0.35},  # seed 003 §2: "around 35% in both widow2 and 3"
+        "widow3": {"read_fraction": 0.35},  # seed 003 §2: "around 35% in both widow2 and 3"
+    }
+)
 
 #: Ranks per client node: Titan's 16-core Opteron 6274 (seed 003 §1).
 SEED_RANKS_PER_NODE = 16

@@ -34,6 +34,9 @@ from flashsim.workloads.replay import (
     PlacedJob,
 )
 
+#: Key of a mix's random stream (with the scenario's seed).
+MIX_STREAM = 0x3A1C
+
 #: Request-size classes reported (upper bounds in bytes, labels): seed 003 §2's three peaks.
 SIZE_BINS = (
     (16 * 1024, "<=16 KiB"),
@@ -67,7 +70,15 @@ class MixPhase(StrictModel):
 
 @dataclass(frozen=True, kw_only=True)
 class MixDetails(PhaseDetails):
-    """What the servers saw under the mix (``--json`` ``extra``).
+    """What the mix issued and what the servers carried (``--json`` ``extra``).
+
+    The request mix (``read_fraction``, ``size_shares``) is counted over the
+    application calls the generator drew, seed 003's mixture being applied to
+    calls (the controllers counted block requests, after the Lustre client
+    gathered calls into RPCs: a known difference of layer).  The bandwidth
+    series is what crossed the servers: each transfer's bytes spread from its
+    call's start to when its bytes had crossed them (write-back included;
+    page-cache reads excluded).
 
     Attributes
     ----------
@@ -76,11 +87,11 @@ class MixDetails(PhaseDetails):
     requests : int
         Read and write calls.
     read_fraction : float
-        Share of calls that are reads (the spec asked ``read_fraction_asked``).
+        Share of calls issued that are reads (the spec asked ``read_fraction_asked``).
     read_fraction_asked : float
         The spec's read share of requests.
     size_shares : dict of str to float
-        Share of calls per size class (:data:`SIZE_BINS`).
+        Share of calls issued per size class (:data:`SIZE_BINS`).
     interval_s : float
         Sampling interval (s).
     read, write : dict
@@ -120,27 +131,38 @@ class MixDetails(PhaseDetails):
         return lines
 
 
+def place_mix(
+    spec: MixSpec, seed: int, name: str, first_node: int, pool: int, start_s: float = 0.0
+) -> list[PlacedJob]:
+    """Draw a mix's jobs and deal them round robin over ``pool`` client nodes from ``first_node``.
+
+    The draw depends only on the spec and the seed (the mix's own stream), so the
+    same mix is the same jobs in a ``mix`` phase and in a ``jobs`` entry.
+    """
+    rng = np.random.default_rng([seed, MIX_STREAM])
+    placed: list[PlacedJob] = []
+    offset = 0
+    for job in generate_mix(spec, rng, max_nodes=pool):
+        placed.append(
+            PlacedJob(
+                name=f"{name}.{job.name}",
+                trace=job.trace,
+                first_node=first_node + offset,
+                ranks_per_node=job.ranks_per_node,
+                start_s=start_s + job.arrival_s,
+            )
+        )
+        offset = (offset + job.nodes) % pool
+    return placed
+
+
 def run_mix(
     system: JobTarget, phase: MixPhase, fidelity: Literal["flow", "request"], seed: int
 ) -> PhaseResult:
     """Draw the mix, run its jobs together, and sample the bandwidth they made."""
     sim = system.sim
     pool = phase.client_nodes or system.job_client_nodes()
-    rng = np.random.default_rng([seed, 0x3A1C])  # the mix's own stream (not the system's)
-    jobs = generate_mix(phase.mix, rng, max_nodes=pool)
-    placed: list[PlacedJob] = []
-    next_node = 0
-    for job in jobs:
-        placed.append(
-            PlacedJob(
-                name=job.name,
-                trace=job.trace,
-                first_node=phase.first_node + next_node,
-                ranks_per_node=job.ranks_per_node,
-                start_s=job.arrival_s,
-            )
-        )
-        next_node = (next_node + job.nodes) % pool
+    placed = place_mix(phase.mix, seed, phase.name, phase.first_node, pool)
     engine = JobEngine(system, fidelity, "none", phase.merge, phase.merge_gap)
     start = sim.now
     times = engine.run(placed)
@@ -165,12 +187,20 @@ def run_mix(
 def _details(phase: MixPhase, times: list[JobTimes]) -> MixDetails:
     """Sample each direction's bandwidth over the window and count the requests."""
     window = float(phase.mix.duration)
-    end = max([window, *(float(np.nanmax(t.end_s)) for t in times if len(t.end_s))])
+    end = max(
+        [
+            window,
+            *(float(np.nanmax(t.server_end_s)) for t in times if np.isfinite(t.server_end_s).any()),
+        ]
+    )
     series: dict[bool, np.ndarray[Any, np.dtype[np.float64]]] = {}
     for write in (False, True):
-        starts = [t.start_s[t.transfers.write == write] for t in times]
-        ends = [t.end_s[t.transfers.write == write] for t in times]
-        sizes = [t.transfers.size_B[t.transfers.write == write] for t in times]
+        # what crossed the servers: from the call's start to when its bytes had crossed
+        # them (a buffered write's write-back included); page-cache reads moved nothing
+        sel = [(t.transfers.write == write) & np.isfinite(t.server_end_s) for t in times]
+        starts = [t.start_s[m] for t, m in zip(times, sel, strict=True)]
+        ends = [t.server_end_s[m] for t, m in zip(times, sel, strict=True)]
+        sizes = [t.transfers.size_B[m] for t, m in zip(times, sel, strict=True)]
         series[write] = bandwidth_series(
             np.concatenate(starts) if starts else np.zeros(0),
             np.concatenate(ends) if ends else np.zeros(0),

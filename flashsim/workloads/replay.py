@@ -36,9 +36,11 @@ job is served from its page cache (:func:`cached_reads`: no server I/O);
 a buffered write returns once its bytes fit in the rank's
 share of the client's dirty-page budget (the stream's ``write_behind_B``;
 flow fidelity) or once a whole server operation has filled (request
-fidelity), and drains in the background; a rank ends when its data is on the
-servers.  A stdio call (Darshan's STDIO module) is buffered in user space:
-its size class is at least the stdio buffer (:data:`STDIO_BUFFER_B`).
+fidelity), and drains in the background: a rank's time ends with its last
+call, as Lustre's ``close()`` does not flush (its write-back still loads the
+servers until it has drained, and the run lasts until then).  A stdio call
+(Darshan's STDIO module) is buffered in user space: its size class is at
+least the stdio buffer (:data:`DEFAULT_STRIPE_B`).
 
 What is not modelled: metadata calls (open, stat, close) take no simulated
 time here; a call's time starts when its rank issues it, whatever the other
@@ -52,6 +54,7 @@ import math
 from collections import deque
 from collections.abc import Generator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Annotated, Any, Literal, Protocol
 
 import numpy as np
@@ -82,10 +85,11 @@ FidelityOverride = Annotated[
 #: Call sizes are grouped into classes 2^(1/4) apart (19 %) to share paths and caps.
 CLASSES_PER_OCTAVE = 4
 
-#: Bytes a stdio stream buffers when the trace does not record the file's stripe size:
-#: glibc sizes the buffer by ``st_blksize``, which Lustre reports as the stripe size
-#: (1 MiB by default; ASSUMED for files on other file systems too).
-STDIO_BUFFER_B = 1024.0 * 1024.0
+#: A file's stripe size when the trace does not record it: Lustre's default, 1 MiB.  It is
+#: the region whose writes from different nodes share a lock (:func:`write_conflicts`), and
+#: the buffer a stdio stream fills before it writes: glibc sizes it by ``st_blksize``, which
+#: Lustre reports as the stripe size (ASSUMED for files on other file systems too).
+DEFAULT_STRIPE_B = 1024.0 * 1024.0
 
 
 @dataclass(frozen=True)
@@ -115,7 +119,7 @@ class Access:
         Ranks of the job (they share the servers' queues).
     write_conflict : float
         Chance that a write of the job to this file lands in a region
-        (:data:`LOCK_REGION_B`, or the file's recorded stripe size) that the
+        (:data:`DEFAULT_STRIPE_B`, or the file's recorded stripe size) that the
         job also writes from another client node, weighted as ``1 - 1/k`` for
         ``k`` writing nodes (:func:`write_conflicts`): what a file system
         with byte-range locks charges hand-offs for.
@@ -190,6 +194,9 @@ class PlacedJob:
         Seconds after the phase starts at which the job starts.
     direct_io : bool
         Calls bypass the client cache.
+    fsync : bool
+        Each rank ends by flushing its write-back (IOR's ``-e``): its time
+        includes the drain.
     """
 
     name: str
@@ -198,6 +205,7 @@ class PlacedJob:
     ranks_per_node: int = 1
     start_s: float = 0.0
     direct_io: bool = False
+    fsync: bool = False
 
     @property
     def nodes(self) -> int:
@@ -206,7 +214,12 @@ class PlacedJob:
 
     def node_of(self, rank: int, client_nodes: int) -> int:
         """Client node of ``rank``."""
-        return (self.first_node + rank // self.ranks_per_node) % client_nodes
+        return int(self.nodes_of(np.array([rank]), client_nodes)[0])
+
+    def nodes_of(self, ranks: IntArray, client_nodes: int) -> IntArray:
+        """Client node of each of ``ranks``."""
+        nodes: IntArray = (self.first_node + ranks // self.ranks_per_node) % client_nodes
+        return nodes
 
 
 @dataclass(frozen=True)
@@ -325,7 +338,7 @@ def cached_reads(job: PlacedJob, client_nodes: int) -> BoolArray:
     """Per call of ``job``, whether it is a read the client's page cache serves.
 
     A read hits when the node that issues it wrote the regions it reads
-    (first and last; :data:`LOCK_REGION_B`, or the file's stripe size)
+    (first and last; :data:`DEFAULT_STRIPE_B`, or the file's stripe size)
     earlier in the job, and no other node of the job wrote them (another
     node's write would have taken the lock and invalidated the pages).  The
     cache's capacity is not limited: a node keeps what it wrote.
@@ -337,13 +350,13 @@ def cached_reads(job: PlacedJob, client_nodes: int) -> BoolArray:
     reads = ~w & (ops.size_B > 0)
     if not w.any() or not reads.any():
         return out
-    region_B = np.array([f.stripe_size_B or LOCK_REGION_B for f in job.trace.files])
-    node = (job.first_node + ops.rank // job.ranks_per_node) % client_nodes
+    region_B = region_sizes_B(job.trace.files)
+    node = job.nodes_of(ops.rank, client_nodes)
     scale = float(2**40)
 
     def key(offset: FloatArray) -> FloatArray:
-        out_key: FloatArray = ops.file * scale + np.floor(offset / region_B[ops.file])
-        return out_key
+        out_key = ops.file * scale + np.floor(offset / region_B[ops.file])
+        return np.asarray(out_key, dtype=np.float64)
 
     first = key(ops.offset_B)
     last = key(ops.offset_B + np.maximum(ops.size_B - 1, 0))
@@ -413,7 +426,11 @@ class JobTimes:
     transfers : Transfers
         Its transfers.
     start_s, end_s : numpy.ndarray of float
-        When each transfer was issued and completed, seconds since the phase started.
+        When each transfer was issued and when its call returned, seconds since the
+        phase started.
+    server_end_s : numpy.ndarray of float
+        When its bytes had crossed the servers (after a buffered write's
+        write-back; NaN for reads the page cache served), seconds.
     rank_end_s : numpy.ndarray of float
         When each rank finished its last call (NaN for a rank without calls).
     write_conflict : numpy.ndarray of float
@@ -427,6 +444,7 @@ class JobTimes:
     start_s: FloatArray
     end_s: FloatArray
     rank_end_s: FloatArray
+    server_end_s: FloatArray = field(default_factory=lambda: np.zeros(0))
     write_conflict: FloatArray = field(default_factory=lambda: np.zeros(0))
     stdio: BoolArray = field(default_factory=lambda: np.zeros(0, dtype=bool))
 
@@ -500,6 +518,7 @@ class JobEngine:
                 start_s=np.full(m, math.nan),
                 end_s=np.full(m, math.nan),
                 rank_end_s=np.full(job.trace.nprocs, math.nan),
+                server_end_s=np.full(m, math.nan),
                 write_conflict=write_conflicts(job, client_nodes),
                 stdio=(job.trace.records["module"] == "STDIO").to_numpy(dtype=bool),
             )
@@ -523,7 +542,7 @@ class JobEngine:
         if times.stdio[int(tr.record[k])]:
             # stdio buffers a stream's calls in user space and writes (or reads) whole
             # buffers of st_blksize, which Lustre reports as the stripe size
-            call_B = max(call_B, job.trace.files[f].stripe_size_B or STDIO_BUFFER_B)
+            call_B = max(call_B, float(region_sizes_B(job.trace.files[f : f + 1])[0]))
         return Access(
             node=node,
             ranks_on_node=min(job.ranks_per_node, job.trace.nprocs),
@@ -574,8 +593,9 @@ class JobEngine:
                         yield from self._requests(access, stream, ops)
                 else:
                     budget = stream.write_behind_B if access.write else 0.0
-                    # write-back: the call waits only until its bytes fit in the dirty budget
-                    while dirty and dirty_B + size > budget:
+                    # write-back: a write waits only until its bytes fit in the dirty budget
+                    # (a read does not wait for the rank's write-back)
+                    while access.write and dirty and dirty_B + size > budget:
                         oldest, its_B = dirty.popleft()
                         if not oldest.done.triggered:
                             yield oldest.done
@@ -588,19 +608,28 @@ class JobEngine:
                         name=f"{times.job.name}.r{rank}.{k}",
                     )
                     self.system.job_flow_started(access, flow)
+                    flow.done.callbacks.append(partial(_mark_server_end, times, k, t0))
                     if size <= budget:
                         dirty.append((flow, size))
                         dirty_B += size
                     else:
                         yield flow.done
             times.end_s[k] = env.now - t0
+            if self.fidelity == "request":
+                times.server_end_s[k] = times.end_s[k]
+        # the rank's time ends with its last call (close() does not flush a Lustre client's
+        # cache) unless the job fsyncs; write-back still drains, loading the servers,
+        # before the run returns
+        if not times.job.fsync:
+            times.rank_end_s[rank] = env.now - t0
         for access, pending in cache_B.items():
             if access.write and pending > 0:  # the last partial write-back operation
                 yield from self._requests(access, self._stream(access), 1)
-        for flow, _ in dirty:  # the rank is done when its data is on the servers
+        for flow, _ in dirty:
             if not flow.done.triggered:
                 yield flow.done
-        times.rank_end_s[rank] = env.now - t0
+        if times.job.fsync:
+            times.rank_end_s[rank] = env.now - t0
 
     @staticmethod
     def _operations(
@@ -642,16 +671,22 @@ class JobEngine:
         yield env.all_of([env.process(worker()) for _ in range(width)])
 
 
-#: Region of a file whose writes from different nodes conflict, when the trace does not
-#: record the file's stripe size: Lustre's default stripe (1 MiB).
-LOCK_REGION_B = 1024.0 * 1024.0
+def _mark_server_end(times: JobTimes, k: int, t0: float, event: simpy.Event) -> None:
+    """Flow callback: transfer ``k``'s bytes have crossed the servers."""
+    times.server_end_s[k] = float(event.env.now) - t0
+
+
+def region_sizes_B(files: tuple[TraceFile, ...]) -> FloatArray:
+    """Per file, the region whose writes share a lock (bytes): its stripe, or DEFAULT_STRIPE_B."""
+    sizes: FloatArray = np.array([f.stripe_size_B or DEFAULT_STRIPE_B for f in files], dtype=float)
+    return sizes
 
 
 def write_conflicts(job: PlacedJob, client_nodes: int) -> FloatArray:
     """Per file of ``job``'s trace, the chance a write finds its region written from elsewhere.
 
     Each write call's region is ``offset // stripe`` (the file's recorded
-    stripe size, else :data:`LOCK_REGION_B`); a region written by ranks of
+    stripe size, else :data:`DEFAULT_STRIPE_B`); a region written by ranks of
     ``k`` client nodes counts ``1 - 1/k`` per write (the previous writer is
     any of them); the file's value is the mean over its writes.
     """
@@ -661,10 +696,10 @@ def write_conflicts(job: PlacedJob, client_nodes: int) -> FloatArray:
     w = ops.write
     if not w.any():
         return out
-    region_B = np.array([f.stripe_size_B or LOCK_REGION_B for f in files])
+    region_B = region_sizes_B(files)
     file = ops.file[w]
     region = np.floor(ops.offset_B[w] / region_B[file]).astype(np.int64)
-    node = (job.first_node + ops.rank[w] // job.ranks_per_node) % client_nodes
+    node = job.nodes_of(ops.rank[w], client_nodes)
     keys = np.stack([file, region])
     _, key_id = np.unique(keys, axis=1, return_inverse=True)
     key_id = key_id.ravel()
