@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_flashsim
 
 from flashsim.measure.results import RunResult
 from flashsim.scenario import load_scenario, run_loaded
@@ -13,6 +14,7 @@ from flashsim.workloads.mix_phase import MixDetails
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "spider" / "production-mix.toml"
+SPIDER = ROOT / "models" / "systems" / "spider.toml"
 
 
 @pytest.fixture(scope="module")
@@ -54,3 +56,27 @@ def test_bandwidth_cdfs_have_long_tails(widow1_hour: MixDetails) -> None:
         assert s["p50"] < 100e6
     # the samples are the 2 s polls of an hour (plus the tail of the last jobs)
     assert len(widow1_hour.read_series_Bps) >= 1800
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ('preset = "widow1"', "preset"),  # replaced by an unknown partition below
+        ('duration = "1 h"', "duration"),
+        ("file_per_process = 0.5", "file_per_process"),
+    ],
+)
+def test_a_bad_mix_exits_2_with_one_line(tmp_path: Path, change: str, expected: str) -> None:
+    bad = {
+        'preset = "widow1"': 'preset = "widow9"',
+        'duration = "1 h"': 'duration = "-1 h"',
+        "file_per_process = 0.5": "file_per_process = 1.5",
+    }[change]
+    text = SCENARIO.read_text().replace("\n" + change, "\n" + bad, 1)  # the key, not a comment
+    text = text.replace('system = "../../models/systems/spider.toml"', f'system = "{SPIDER}"')
+    scenario = tmp_path / "mix.toml"
+    scenario.write_text(text)
+    out = run_flashsim("run", str(scenario))
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("error: ") and "Traceback" not in out.stderr
+    assert expected in out.stderr and len(out.stderr.strip().splitlines()) == 1
