@@ -11,7 +11,7 @@ import pytest
 from cli_helpers import run_flashsim
 
 from flashsim.engine.simulation import Simulation
-from flashsim.scenario import load_system_model
+from flashsim.scenario import load_system_model, run_loaded, scenario_from_data
 from flashsim.systems.lustre import Lustre
 from flashsim.workloads.job_tally import tally_job
 from flashsim.workloads.jobs import IorJob, ior_trace
@@ -280,3 +280,30 @@ log = "missing.darshan"
     out = run_flashsim("run", str(scenario))
     assert out.returncode == 2
     assert "each job runs on its own client nodes" in out.stderr
+
+
+def test_an_ior_job_runs_as_fast_as_the_ior_phase_it_mirrors() -> None:
+    common = {
+        "operation": "write",
+        "nodes": 2,
+        "ranks_per_node": 4,
+        "transfer_size": "1 MiB",
+        "block_size": "4 GiB",
+        "fsync": True,
+    }
+    data = {
+        "name": "mirror",
+        "system": str(PERLMUTTER),
+        "phases": [
+            {"name": "ior", "workload": "ior", **common,
+             "layout": {"stripe_count": 1, "first_target": 5}},
+            {"name": "job", "workload": "jobs", "alone": False,
+             "jobs": [{"type": "ior", "name": "j", **common, "stripe_count": 1,
+                       "first_target": 5}]},
+        ],
+    }  # fmt: skip
+    ior, jobs = run_loaded(scenario_from_data(data, ROOT / "mirror")).phases
+    (job,) = jobs.extra.to_dict()["jobs"]
+    assert job["bytes_B"] == ior.bytes_B
+    # the same streams, write-behind and fsync: the same bandwidth
+    assert job["bandwidth_Bps"] == pytest.approx(ior.bandwidth_Bps, rel=0.01)

@@ -33,10 +33,11 @@ the read-ahead has run out).
 
 Client caches: a read of regions the rank's node alone wrote earlier in the
 job is served from its page cache (:func:`cached_reads`: no server I/O);
-a buffered write returns once its bytes fit in the rank's
-share of the client's dirty-page budget (the stream's ``write_behind_B``;
-flow fidelity) or once a whole server operation has filled (request
-fidelity), and drains in the background: a rank's time ends with its last
+a buffered write returns once its bytes fit in the rank's share of the
+client's dirty-page budget (the stream's ``write_behind_B``), a larger one
+once all but that budget has reached the servers (IOR's write-behind; flow
+fidelity), or once a whole server operation has filled (request fidelity),
+and the rest drains in the background: a rank's time ends with its last
 call, as Lustre's ``close()`` does not flush (its write-back still loads the
 servers until it has drained, and the run lasts until then).  A stdio call
 (Darshan's STDIO module) is buffered in user space: its size class is at
@@ -600,20 +601,16 @@ class JobEngine:
                         if not oldest.done.triggered:
                             yield oldest.done
                         dirty_B -= its_B
-                    flow = sim.flows.start_flow(
-                        size,
-                        stream.path,
-                        rate_cap_Bps=stream.rate_cap_Bps,
-                        op_size_B=stream.op_size_B,
-                        name=f"{times.job.name}.r{rank}.{k}",
-                    )
-                    self.system.job_flow_started(access, flow)
-                    flow.done.callbacks.append(partial(_mark_server_end, times, k, t0))
-                    if size <= budget:
-                        dirty.append((flow, size))
-                        dirty_B += size
-                    else:
-                        yield flow.done
+                    # a write larger than the budget returns once all but the budget's
+                    # worth has reached the servers (IOR's write-behind); the rest drains
+                    behind = min(size, budget)
+                    if size > behind:
+                        head = self._start(times, rank, k, t0, access, stream, size - behind)
+                        yield head.done
+                    if behind > 0:
+                        tail = self._start(times, rank, k, t0, access, stream, behind)
+                        dirty.append((tail, behind))
+                        dirty_B += behind
             times.end_s[k] = env.now - t0
             if self.fidelity == "request":
                 times.server_end_s[k] = times.end_s[k]
@@ -630,6 +627,29 @@ class JobEngine:
                 yield flow.done
         if times.job.fsync:
             times.rank_end_s[rank] = env.now - t0
+
+    def _start(
+        self,
+        times: JobTimes,
+        rank: int,
+        k: int,
+        t0: float,
+        access: Access,
+        stream: RankStream,
+        size_B: float,
+    ) -> Flow:
+        """Start ``size_B`` bytes of transfer ``k`` as a flow on ``stream``'s path."""
+        sim = self.system.sim
+        flow = sim.flows.start_flow(
+            size_B,
+            stream.path,
+            rate_cap_Bps=stream.rate_cap_Bps,
+            op_size_B=stream.op_size_B,
+            name=f"{times.job.name}.r{rank}.{k}",
+        )
+        self.system.job_flow_started(access, flow)
+        flow.done.callbacks.append(partial(_mark_server_end, times, k, t0))
+        return flow
 
     @staticmethod
     def _operations(
