@@ -279,6 +279,19 @@ def load_toml(path: str | Path) -> dict[str, Any]:
         raise ConfigError(str(p), "", MISSING, f"not valid TOML ({exc})") from None
 
 
+def _tag_sharing_a_key(node: Mapping[Any, Any], item: int | str, following: int | str) -> bool:
+    """Whether ``item`` is a union tag although ``node`` has a key of that name.
+
+    It is when the location's next element names a key of ``node`` itself
+    and not one inside ``node[item]``.
+    """
+    child = node[item]
+    inside = (isinstance(child, Mapping) and following in child) or (
+        isinstance(child, list) and isinstance(following, int)
+    )
+    return not inside and following in node
+
+
 def _loc_to_key(loc: Iterable[int | str], data: Any, missing: bool = False) -> tuple[str, object]:
     """Dotted key and the raw value at a pydantic error location.
 
@@ -293,6 +306,8 @@ def _loc_to_key(loc: Iterable[int | str], data: Any, missing: bool = False) -> t
         last = position == len(items) - 1
         in_table = isinstance(node, Mapping) and item in node
         in_list = isinstance(node, list) and isinstance(item, int) and 0 <= item < len(node)
+        if in_table and not last and _tag_sharing_a_key(node, item, items[position + 1]):
+            continue  # a union tag that is also a key of this table (workload "mix")
         if in_table or in_list:
             node = node[item]
         elif isinstance(item, str) and not (last and missing and isinstance(node, Mapping)):

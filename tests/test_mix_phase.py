@@ -80,3 +80,13 @@ def test_a_bad_mix_exits_2_with_one_line(tmp_path: Path, change: str, expected: 
     assert out.returncode == 2, out.stderr
     assert out.stderr.startswith("error: ") and "Traceback" not in out.stderr
     assert expected in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+def test_a_bad_key_beside_the_mix_table_is_named_as_written() -> None:
+    # the phase's union tag "mix" is also the name of its `mix` table: the error must name
+    # `interval`, not the table
+    out = run_flashsim("run", str(SCENARIO), "--set", "phases.widow1-hour.interval=-2s")
+    assert out.returncode == 2
+    assert "key 'phases.0.interval' = '-2s'" in out.stderr
+    out = run_flashsim("run", str(SCENARIO), "--set", "phases.widow1-hour.mix.duration=-2s")
+    assert "key 'phases.0.mix.duration' = '-2s'" in out.stderr
