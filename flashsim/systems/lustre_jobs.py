@@ -12,7 +12,6 @@ IOR's streams come from.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Generator
 from typing import Any
 
@@ -24,6 +23,7 @@ from flashsim.systems.lustre_fabric import client_slots
 from flashsim.systems.lustre_ior import LustreIor, PathCache, RankContext
 from flashsim.systems.lustre_model import LustreModel
 from flashsim.workloads.ior import RankStream
+from flashsim.workloads.jobs import hash_name
 from flashsim.workloads.replay import Access, JobTargetDefaults
 
 
@@ -51,7 +51,7 @@ class LustreJobs(LustreIor, JobTargetDefaults):
         if f.osts:
             return tuple(dict.fromkeys(o % n for o in f.osts))
         count = min(f.stripe_count or self.model.client.lustre.stripe_count, n)
-        first = zlib.crc32(access.file_key.encode()) % n
+        first = hash_name(access.file_key) % n
         return tuple((first + k) % n for k in range(count))
 
     def job_stream(self, access: Access) -> RankStream:

@@ -331,7 +331,7 @@ def ior_trace(job: IorJob, seed: int = 0) -> JobTrace:
 
 
 def hash_name(name: str) -> int:
-    """A stable integer of a name (CRC-32), for per-job seeds."""
+    """A stable integer of a name (CRC-32): per-job seeds, and where a system places a file."""
     import zlib
 
     return zlib.crc32(name.encode())
