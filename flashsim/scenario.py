@@ -30,6 +30,7 @@ from flashsim.config import (
 )
 from flashsim.engine.simulation import Simulation
 from flashsim.measure import bottlenecks
+from flashsim.measure.limits import LimitRecorder
 from flashsim.measure.results import PhaseResult, RunResult
 from flashsim.systems import SYSTEM_KINDS, system_kind
 from flashsim.systems.base import Fidelity, SystemKind, check_work
@@ -370,10 +371,18 @@ def run_loaded(
             ):
                 dog.check()
                 start = end if end is not None else bottlenecks.mark(sim)
+                recorder = LimitRecorder(sim, start)
                 measured = built.run_phase(phase)
                 end = bottlenecks.mark(sim)
                 limited_by, most = bottlenecks.phase_loads(sim, start, end)
-                results.append(replace(measured, bottlenecks=limited_by, most_utilized=most))
+                results.append(
+                    replace(
+                        measured,
+                        bottlenecks=limited_by,
+                        most_utilized=most,
+                        intervals=recorder.finish(end),
+                    )
+                )
         except _LimitReached as exc:
             dog.stop()
             raise RunStopped(str(exc), result()) from None

@@ -69,6 +69,7 @@ class BackgroundTraffic:
             rate_cap_Bps=rate_Bps,
             priority=streams,
             name=f"{self.name}.background.{label}",
+            cap_label="offered load: fabric background traffic",
         )
         self.started.append((flow, rate_Bps, {res.name: w for res, w in path}))
         return flow

@@ -489,6 +489,7 @@ class RebuildFlows:
                 op_size_B=chunk_B,
                 priority=GUARANTEED_PRIORITY,
                 name=f"{name}.guaranteed",
+                cap_label="throttle: rebuild rate policy",
             )
         ]
         if top > guaranteed * (1 + 1e-9):
@@ -500,6 +501,7 @@ class RebuildFlows:
                     op_size_B=chunk_B,
                     priority=IDLE_PRIORITY,
                     name=f"{name}.idle",
+                    cap_label="throttle: rebuild rate policy",
                 )
             )
         self._token = 0

@@ -50,6 +50,7 @@ from flashsim.engine.flowstate import (
     BoolArray,
     FlowState,
 )
+from flashsim.engine.limitledger import LimitLedger
 from flashsim.engine.maxmin import FloatArray, IntArray
 
 #: A flow's fixed description: own constraints and coefficients, priority, level
@@ -221,6 +222,8 @@ class ClassLayer(FlowState):
         self._load_stale: set[int] = set()
         self._load_stale_segs: set[int] = set()
         self._n_active = 0
+        # Bytes moved per bottleneck constraint or cap label (measure's per-interval limits).
+        self._ledger = LimitLedger()
         super().__init__()
 
     def _on_new_constraints(self, grow: int) -> None:
@@ -237,6 +240,7 @@ class ClassLayer(FlowState):
         self._gen.extend([0] * extra)
         self._tag.extend([0.0] * extra)
         self._spec.extend([None] * extra)
+        self._ledger.grow(extra)
 
     def _new_segment(self, coef_by_con: dict[int, float]) -> int:
         g = super()._new_segment(coef_by_con)
@@ -385,6 +389,7 @@ class ClassLayer(FlowState):
         tag = c.vtime + remaining_B / prio
         self._tag[slot] = tag
         self._cls[slot] = c.cid
+        self._ledger.join(slot, c.con, remaining_B)
         heapq.heappush(c.tags, (tag, gen, slot))
         if c.con:
             heapq.heappush(c.caps, (level_cap, gen, slot))
@@ -442,6 +447,7 @@ class ClassLayer(FlowState):
         c.advance(self.env.now)
         vtime = c.vtime
         remaining = prio * (self._tag[slot] - vtime)
+        self._ledger.leave(slot, max(remaining, 0.0))
         cid = c.cid
         con_z = self._con_z
         con_fixed = self._con_fixed
@@ -917,6 +923,7 @@ class ClassLayer(FlowState):
         size = np.array([self._spec[s][4] for s in active.tolist()])  # type: ignore[index]
         tag_old = np.array(self._tag)[active]
         remaining = np.where(known, np.maximum(prio * (tag_old - vt_flow), 0.0), size)
+        self._ledger.settle_many(active, remaining, known)
         # Forget the old classes.
         self._classes.clear()
         self._cap_class.clear()
@@ -964,6 +971,7 @@ class ClassLayer(FlowState):
         gens[active] += 1
         self._gen = gens.tolist()
         self._cls[active] = cid_of
+        self._ledger.join_many(active, cls_con[cid_of], remaining)
         tags = remaining / prio
         tag_all = np.array(self._tag)
         tag_all[active] = tags

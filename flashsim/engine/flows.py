@@ -338,6 +338,39 @@ class FlowNetwork(ClassLayer):
             limited=cons > 0,
         )
 
+    def limit_bytes(self) -> dict[int | str, float]:
+        """User bytes moved so far per limit: bottleneck constraint or cap label.
+
+        Keys are a constraint index (``int``, a resource's bandwidth or
+        operation constraint: :attr:`ResourceUsage` rows via ``_res_cons``)
+        for bytes moved while that saturated constraint set the flow's rate,
+        or a cap label (``str``) for bytes moved at the flow's own rate cap;
+        see :mod:`flashsim.engine.limitledger`.  Like :meth:`usage`, it only
+        reads the classes' clocks.
+        """
+        vt = self._class_clocks_now()
+        active = np.flatnonzero(self._active)
+        cls = self._cls[active]
+        slots = active[cls >= 0]
+        tag = self._tag
+        tags = np.fromiter((tag[s] for s in slots.tolist()), dtype=np.float64, count=slots.size)
+        remaining = np.maximum(self._priority[slots] * (tags - vt[cls[cls >= 0]]), 0.0)
+        labels = self._ledger.labels
+        out: dict[int | str, float] = {}
+        for key, moved in self._ledger.totals(slots, remaining).items():
+            name: int | str = key if key > 0 else labels[-key - 1]
+            out[name] = out.get(name, 0.0) + moved
+        return out
+
+    def constraint_owner(self) -> dict[int, Resource]:
+        """The resource each constraint index belongs to (for :meth:`limit_bytes` keys)."""
+        owner: dict[int, Resource] = {}
+        for res in self.resources.values():
+            for con in (res._con_bytes, res._con_ops):
+                if con:
+                    owner[con] = res
+        return owner
+
     # ---------------------------------------------------------------------- flows
     def start_flow(
         self,
@@ -347,6 +380,7 @@ class FlowNetwork(ClassLayer):
         op_size_B: float | None = None,
         priority: float = 1.0,
         name: str = "",
+        cap_label: str | None = None,
     ) -> Flow:
         """Start moving ``size_B`` bytes along ``path`` and return the flow.
 
@@ -370,6 +404,10 @@ class FlowNetwork(ClassLayer):
             to priorities.
         name : str
             Label for diagnostics.
+        cap_label : str, optional
+            What ``rate_cap_Bps`` stands for, for reports of what limited an
+            interval (:meth:`limit_bytes`): ``"<kind>: <what>"``, e.g.
+            ``"concurrency: rank window q*t/L"``; ``None`` for ``"rate cap"``.
         """
         if not (size_B > 0 and np.isfinite(size_B)):
             raise ValueError(f"flow {name!r}: size_B(={size_B}) must be a finite number > 0")
@@ -421,6 +459,7 @@ class FlowNetwork(ClassLayer):
         self._path_coef[slot, : len(cons)] = coefs
         self._priority[slot] = priority
         self._level_cap[slot] = cap / priority
+        self._ledger.label[slot] = self._ledger.label_id(cap_label)
         self._level[slot] = 0.0
         self._active[slot] = True
         self._has_seg[slot] = bool(segs)
@@ -466,6 +505,10 @@ class FlowNetwork(ClassLayer):
         changes are solved in a later call.
         """
         self._rate_listeners.append(callback)
+
+    def remove_rate_listener(self, callback: Callable[[], None]) -> None:
+        """Stop calling ``callback`` (added by :meth:`add_rate_listener`)."""
+        self._rate_listeners.remove(callback)
 
     def rate_now_Bps(self, flow: Flow) -> float:
         """A flow's rate (bytes/s) as of the last solve, without solving pending changes.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import simpy
 
@@ -33,6 +35,7 @@ class Simulation:
         self.env = QueueEnvironment()
         self._streams = RandomStreams(seed)
         self.flows = FlowNetwork(self.env)
+        self._part_listeners: list[Callable[[str, str | None], None]] = []
 
     @property
     def now(self) -> float:
@@ -51,3 +54,23 @@ class Simulation:
     def run(self, until: float | simpy.Event | None = None) -> None:
         """Run the event loop until a time (s), an event, or no events remain."""
         self.env.run(until=until)
+
+    def begin_part(self, label: str, analytic: str | None = None) -> None:
+        """Say that part ``label`` of the running phase starts now (a sub-phase, a job set).
+
+        Phases made of parts (io500's sub-phases, the jobs running together)
+        call it at each boundary; reports of what limited each interval
+        (:mod:`flashsim.measure.limits`) listen.  It changes nothing in the run.
+        ``analytic`` names the model that sets the part's rate when the part
+        moves the clock without simulating work (a metadata rate formula).
+        """
+        for listener in self._part_listeners:
+            listener(label, analytic)
+
+    def add_part_listener(self, callback: Callable[[str, str | None], None]) -> None:
+        """Call ``callback(label, analytic)`` at every :meth:`begin_part`."""
+        self._part_listeners.append(callback)
+
+    def remove_part_listener(self, callback: Callable[[str, str | None], None]) -> None:
+        """Stop calling ``callback`` (added by :meth:`add_part_listener`)."""
+        self._part_listeners.remove(callback)

@@ -30,6 +30,44 @@ class ResourceLoad:
     utilization: float
 
 
+@dataclass(frozen=True)
+class IntervalLimit:
+    """What limited one interval of a phase (see :mod:`flashsim.measure.limits`).
+
+    Attributes
+    ----------
+    start_s, end_s : float
+        The interval, in simulated seconds from the start of the phase (s).
+    label : str
+        The part of the phase running then (an io500 sub-phase, the jobs
+        running together), or ``""`` for a phase without parts.
+    limiter : str
+        What held most of the interval's bytes back: a resource (or
+        ``"<kind> x<n>"`` for several of one kind), a latency or concurrency
+        bound named where it was set (``"concurrency: rank window q*t/L"``),
+        ``"closed loop ..."`` for request fidelity below saturation, or
+        ``"idle"`` when nothing moved.
+    kind : str
+        The resource kind (``"drive data"``, ``"nic"``) or the bound's kind
+        (``"concurrency"``, ``"latency"``, ``"throttle"``, ``"offered load"``,
+        ``"rate cap"``), ``"idle"``.
+    utilization : float or None
+        Mean utilisation of the limiting resource(s) over the interval
+        (dimensionless, 0..1); ``None`` for a bound that is no resource.
+    share : float
+        Fraction of the bytes moved in the interval that moved under this
+        limit (dimensionless, 0..1; 1 for request fidelity and idle intervals).
+    """
+
+    start_s: float
+    end_s: float
+    label: str
+    limiter: str
+    kind: str
+    utilization: float | None
+    share: float
+
+
 @dataclass(frozen=True, kw_only=True)
 class PhaseDetails:
     """Typed details of one phase result (``PhaseResult.extra``); the base has none.
@@ -116,6 +154,10 @@ class PhaseResult:
     most_utilized : list of ResourceLoad
         The three most utilised resources of the phase (whether or not they
         are bottlenecks), so the one closest to limiting is always named.
+    intervals : list of IntervalLimit
+        What limited each interval of the phase (per part, and per time
+        window where the limit changed), in time order; empty when the
+        phase was not measured.
     """
 
     name: str
@@ -131,6 +173,7 @@ class PhaseResult:
     fidelity: str | None = None
     bottlenecks: list[ResourceLoad] = field(default_factory=list)
     most_utilized: list[ResourceLoad] = field(default_factory=list)
+    intervals: list[IntervalLimit] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` record: SI values plus ``bandwidth_GBps`` (1 GB = 1e9 B)."""
@@ -191,7 +234,7 @@ class RunResult:
             row = {
                 k: v
                 for k, v in phase.to_dict().items()
-                if k not in ("extra", "bottlenecks", "most_utilized")
+                if k not in ("extra", "bottlenecks", "most_utilized", "intervals")
             }
             row.update(
                 {
@@ -204,3 +247,17 @@ class RunResult:
             row["seed"] = self.seed
             rows.append(row)
         return pd.DataFrame(rows)
+
+    def intervals_dataframe(self) -> pd.DataFrame:
+        """What limited each interval: one row per phase interval (see :class:`IntervalLimit`).
+
+        Columns ``phase``, ``start_s``, ``end_s`` (from the phase's start),
+        ``label``, ``limiter``, ``kind``, ``utilization``, ``share``.
+        """
+        rows = [
+            {"phase": phase.name, **asdict(interval)}
+            for phase in self.phases
+            for interval in phase.intervals
+        ]
+        columns = ["phase", *(f.name for f in fields(IntervalLimit))]
+        return pd.DataFrame(rows, columns=columns)

@@ -261,6 +261,7 @@ def write_rates_Bps(
                 rate_cap_Bps=trim_cap_Bps,
                 op_size_B=TRIM_OP_B,
                 name=f"trim{i}",
+                cap_label="throttle: trim rate",
             )
     sim.flows.solve_now()
     rates = [float(r) for r in sim.flows.rates_Bps(flows)]

@@ -262,7 +262,12 @@ def run_block_io(system: LustreCore, phase: BlockIoPhase) -> PhaseResult:
             cap = phase.queue_depth * size / max(latency, 1e-12)
             flows.append(
                 sim.flows.start_flow(
-                    _ENDLESS_B, path, rate_cap_Bps=cap, op_size_B=size, name=f"{phase.name}.d{i}"
+                    _ENDLESS_B,
+                    path,
+                    rate_cap_Bps=cap,
+                    op_size_B=size,
+                    name=f"{phase.name}.d{i}",
+                    cap_label="concurrency: device queue depth q*t/L",
                 )
             )
         sim.run(start + phase.duration)

@@ -232,6 +232,7 @@ class LustreIor(LustreCore):
             op_size_B=op_B,
             rate_cap_Bps=rank_q * op_B / latency,
             concurrency=conc,
+            cap_label="concurrency: rank RPC window q*t/L",
             write_behind_B=lc.write_behind_B(direct_io, ranks_per_node) if write else 0.0,
         )
         return stream, ctx

@@ -221,6 +221,7 @@ def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
             rate_cap_Bps=cap,
             op_size_B=phase.record_size,
             name=f"{phase.name}.t{i}",
+            cap_label="latency: one record per drive latency per thread",
         )
         for i in range(threads)
     ]
@@ -298,7 +299,12 @@ def _lnet_transfer(
         path += sink.nic.path(sink_dir)
         flows.append(
             sim.flows.start_flow(
-                huge, path, rate_cap_Bps=cap, op_size_B=size_B, name=f"{label}.s{k}"
+                huge,
+                path,
+                rate_cap_Bps=cap,
+                op_size_B=size_B,
+                name=f"{label}.s{k}",
+                cap_label="concurrency: LNet messages in flight per source",
             )
         )
     sim.run(sim.now + duration_s)

@@ -223,6 +223,7 @@ class ForegroundLoad:
                 rate_cap_Bps=cap,
                 op_size_B=self.size_B,
                 name=f"ost{self.index}.fg{i}",
+                cap_label="latency: one foreground op per drive latency",
             )
             for i in range(self.threads)
         ]

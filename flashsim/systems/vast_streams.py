@@ -79,13 +79,19 @@ class VastStreams(VastRequests):
         if write:
             if not direct_io:
                 path = self.caches[node].ingest_path()
-                return RankStream(tuple(path), t, cm.copy_rate_Bps(t))
+                return RankStream(
+                    tuple(path), t, cm.copy_rate_Bps(t), cap_label="latency: client page copy"
+                )
             key = ("direct-write", float(t), sharers, net_s, migrating)
             if key not in cache:
                 cache[key] = self.direct_rate_Bps(t, "write", sharers, 1.0, node, migrating)
             path = self._write_server_path(node)
             return RankStream(
-                tuple(path), cm.rpc_size_B(t, "write"), cache[key], cm.rpcs_per_call(t, "write")
+                tuple(path),
+                cm.rpc_size_B(t, "write"),
+                cache[key],
+                cm.rpcs_per_call(t, "write"),
+                cap_label="concurrency: NFS RPCs in flight per call",
             )
         if where is None:
             raise ValueError("access_stream: a read needs where its bytes live (where=...)")
@@ -96,12 +102,24 @@ class VastStreams(VastRequests):
             if key not in cache:
                 cache[key] = self.direct_rate_Bps(t, "read", sharers, f_scm, node)
             conc = cm.rpcs_per_call(t, "read")
-            return RankStream(tuple(path), cm.rpc_size_B(t, "read"), cache[key], conc)
+            return RankStream(
+                tuple(path),
+                cm.rpc_size_B(t, "read"),
+                cache[key],
+                conc,
+                cap_label="concurrency: NFS RPCs in flight per call",
+            )
         key = ("sequential-read", float(t), round(f_scm, 9), sharers, net_s)
         if key not in cache:
             cache[key] = self.sequential_read_rate_Bps(t, sharers, f_scm, node)
         slots = cm.readahead_slots(t)
-        return RankStream(tuple(path), cm.mount.rsize, cache[key], slots)
+        return RankStream(
+            tuple(path),
+            cm.mount.rsize,
+            cache[key],
+            slots,
+            cap_label="concurrency: NFS read-ahead RPC slots",
+        )
 
     def count_write(self, flow: Flow, node: int, obj: str, direct_io: bool) -> None:
         """Count a write flow's bytes as ``obj``'s: in ``node``'s page cache, or SCM if O_DIRECT."""

@@ -574,8 +574,11 @@ class Io500Runner:
             if optional and self.phase.mode != "extended":
                 continue
             if name in iors:
+                self.target.sim.begin_part(name)
                 steps.append(self._run_ior(name, iors[name], optional))
             else:
+                analytic = "analytic metadata rate" if self.fidelity == "flow" else None
+                self.target.sim.begin_part(name, analytic)
                 steps.append(self._run_md(name))
         return self._result(steps, sum(s.time_s for s in steps))
 

@@ -236,6 +236,9 @@ class RankStream:
     write_behind_B : float
         Bytes the client cache lets the application run ahead of the server
         (0 for reads and O_DIRECT).
+    cap_label : str
+        What ``rate_cap_Bps`` stands for, ``"<kind>: <what>"``, named in the
+        report of what limited each interval (:mod:`flashsim.measure.limits`).
     """
 
     path: tuple[tuple[Resource | Segment, float], ...]
@@ -243,6 +246,7 @@ class RankStream:
     rate_cap_Bps: float | None = None
     concurrency: int = 1
     write_behind_B: float = 0.0
+    cap_label: str = "concurrency: rank window q*t/L"
 
 
 class IorTarget(Protocol):
@@ -562,6 +566,7 @@ class IorRunner:
                 rate_cap_Bps=s.rate_cap_Bps,
                 op_size_B=s.op_size_B,
                 name=f"{phase.name}.r{i}.{label}",
+                cap_label=s.cap_label,
             )
             # Systems whose state follows each byte (a client page cache, a tiered
             # store) are told of every flow a rank starts.

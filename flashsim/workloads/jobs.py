@@ -25,16 +25,18 @@ in mind.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import numpy as np
+import simpy
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_validator
 
 from flashsim.config import Bytes, NonNegativeSeconds, StrictModel
+from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.workloads.darshan import DarshanPhase, load_trace, resolve_log
 from flashsim.workloads.job_tally import tally_job
@@ -459,7 +461,10 @@ def run_jobs(
     groups = place_jobs(phase, seed)
     engine = JobEngine(system, fidelity, "none", phase.merge, phase.merge_gap)
     start = system.sim.now
+    running = [True]
+    _mark_starts(system.sim, phase, running)
     flat = engine.run([job for group in groups for job in group])
+    running[0] = False
     together: list[list[JobTimes]] = []
     k = 0
     for group in groups:
@@ -489,6 +494,28 @@ def run_jobs(
         extra=JobsDetails(jobs=outcomes, makespan_s=span),
         fidelity=fidelity,
     )
+
+
+def _mark_starts(sim: Simulation, phase: JobsPhase, running: list[bool]) -> None:
+    """Announce a part of the phase at each job start: the jobs started by then.
+
+    Announcements still pending when the phase ends (``running[0]`` false) are dropped.
+    """
+    starts = sorted({float(entry.start) for entry in phase.jobs})
+
+    def label(t: float) -> str:
+        return " + ".join(e.name for e in phase.jobs if float(e.start) <= t) + " started"
+
+    def announce(t: float) -> Generator[simpy.Event, Any, None]:
+        yield sim.env.timeout(t)
+        if running[0]:
+            sim.begin_part(label(t))
+
+    for t in starts:
+        if t <= 0.0:
+            sim.begin_part(label(t))
+        else:
+            sim.env.process(announce(t))
 
 
 def _span_s(times: list[JobTimes], start_s: float) -> float:

@@ -645,6 +645,7 @@ class JobEngine:
             stream.path,
             rate_cap_Bps=stream.rate_cap_Bps,
             op_size_B=stream.op_size_B,
+            cap_label=stream.cap_label,
             name=f"{times.job.name}.r{rank}.{k}",
         )
         self.system.job_flow_started(access, flow)

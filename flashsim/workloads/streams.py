@@ -120,7 +120,12 @@ def _run_flow(target: StreamsTarget, phase: StreamsPhase) -> PhaseResult:
     start = sim.now
     flows: list[Flow] = [
         sim.flows.start_flow(
-            phase.bytes_per_stream, path, rate_cap_Bps=cap, op_size_B=t, name=f"stream{i}"
+            phase.bytes_per_stream,
+            path,
+            rate_cap_Bps=cap,
+            op_size_B=t,
+            name=f"stream{i}",
+            cap_label="concurrency: stream queue depth q*t/RTT",
         )
         for i in range(phase.streams)
     ]

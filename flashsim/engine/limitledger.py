@@ -1,0 +1,106 @@
+"""What held each byte back: bytes moved under a saturated constraint or a flow's own cap.
+
+Every flow of a :class:`~flashsim.engine.flows.FlowNetwork` moves, at any
+moment, in one class (:mod:`flashsim.engine.flowclasses`): a *bottleneck*
+class, whose rate a saturated constraint sets, or a *cap* class, whose rate
+the flow's own ``rate_cap_Bps`` sets (a window of requests over a round trip,
+a throttle, an offered load).  The :class:`LimitLedger` charges the bytes a
+flow moves while in a class to that class's *limit key*:
+
+* ``k > 0``: the bottleneck constraint ``k`` (a resource's bandwidth or
+  operation-rate constraint);
+* ``k < 0``: the cap label ``-k - 1`` (:meth:`LimitLedger.label_id`), named
+  where the cap was created (``start_flow(..., cap_label=...)``).
+
+It is settled only when a flow joins or leaves a class (O(1) each) and when
+the classes are rebuilt (vectorised), so it costs nothing per solved rate; a
+reading (:meth:`LimitLedger.totals`) adds the bytes the flows in progress have
+moved in their current class.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from flashsim.engine.maxmin import FloatArray, IntArray
+
+#: Label of a rate cap created without one.
+DEFAULT_CAP_LABEL = "rate cap"
+
+
+class LimitLedger:
+    """Cumulative user bytes per limit key (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self.labels: list[str] = [DEFAULT_CAP_LABEL]
+        self._label_ids: dict[str, int] = {DEFAULT_CAP_LABEL: 0}
+        self.settled: dict[int, float] = {}
+        # Per slot: remaining bytes (B) at the last settlement, class key, cap label id.
+        self.rem = np.zeros(0)
+        self.key = np.zeros(0, dtype=np.int64)
+        self.label = np.zeros(0, dtype=np.int64)
+
+    def grow(self, extra: int) -> None:
+        """The slot arrays grew by ``extra`` rows."""
+        self.rem = np.concatenate([self.rem, np.zeros(extra)])
+        self.key = np.concatenate([self.key, np.zeros(extra, dtype=np.int64)])
+        self.label = np.concatenate([self.label, np.zeros(extra, dtype=np.int64)])
+
+    def label_id(self, name: str | None) -> int:
+        """The id of cap label ``name`` (``None``: :data:`DEFAULT_CAP_LABEL`)."""
+        name = DEFAULT_CAP_LABEL if name is None else name
+        found = self._label_ids.get(name)
+        if found is None:
+            found = len(self.labels)
+            self.labels.append(name)
+            self._label_ids[name] = found
+        return found
+
+    def class_key(self, slot: int, con: int) -> int:
+        """The key of ``slot`` in a class of bottleneck ``con`` (0: a cap class)."""
+        return con if con else -int(self.label[slot]) - 1
+
+    def join(self, slot: int, con: int, remaining_B: float) -> None:
+        """Flow ``slot`` enters a class of bottleneck ``con`` with ``remaining_B`` bytes (B)."""
+        self.rem[slot] = remaining_B
+        self.key[slot] = self.class_key(slot, con)
+
+    def leave(self, slot: int, remaining_B: float) -> None:
+        """Flow ``slot`` leaves its class with ``remaining_B`` bytes (B) still to move."""
+        moved = float(self.rem[slot]) - remaining_B
+        if moved > 0.0:
+            k = int(self.key[slot])
+            self.settled[k] = self.settled.get(k, 0.0) + moved
+
+    def settle_many(
+        self, slots: IntArray, remaining_B: FloatArray, known: npt.NDArray[np.bool_]
+    ) -> None:
+        """Settle the flows ``slots`` (those in a class: ``known``) before a rebuild."""
+        sel = slots[known]
+        moved = self.rem[sel] - remaining_B[known]
+        self._add(self.key[sel], moved)
+
+    def join_many(self, slots: IntArray, cons: IntArray, remaining_B: FloatArray) -> None:
+        """Flows ``slots`` enter classes of bottlenecks ``cons`` (0: cap) after a rebuild."""
+        self.rem[slots] = remaining_B
+        self.key[slots] = np.where(cons > 0, cons, -self.label[slots] - 1)
+
+    def totals(self, slots: IntArray, remaining_B: FloatArray) -> dict[int, float]:
+        """Bytes moved so far per key, counting flows ``slots`` (in a class) at ``remaining_B``."""
+        out = dict(self.settled)
+        moved = self.rem[slots] - remaining_B
+        keys = self.key[slots]
+        for k, b in zip(keys.tolist(), moved.tolist(), strict=True):
+            if b > 0.0:
+                out[k] = out.get(k, 0.0) + b
+        return out
+
+    def _add(self, keys: IntArray, moved: FloatArray) -> None:
+        ok = moved > 0.0
+        if not ok.any():
+            return
+        uniq, inv = np.unique(keys[ok], return_inverse=True)
+        sums = np.bincount(inv, weights=moved[ok])
+        for k, b in zip(uniq.tolist(), sums.tolist(), strict=True):
+            self.settled[k] = self.settled.get(k, 0.0) + b
