@@ -159,7 +159,7 @@ class LimitRecorder:
             if (
                 run_start is not None
                 and run_limit is not None
-                and (run_limit.label, run_limit.limiter) == (limit.label, limit.limiter)
+                and (run_limit.label, run_limit.kind) == (limit.label, limit.kind)
             ):
                 run_limit = self._limit(run_start, b, owner)
                 continue

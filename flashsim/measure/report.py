@@ -12,37 +12,105 @@ from flashsim.workloads.ior import IorDetails, IorRepetition
 
 
 def format_run_text(result: RunResult) -> str:
-    """A per-phase table for people (bandwidth in GB/s and MiB/s, IOPS, CI)."""
+    """A per-phase table for people (bandwidth in GB/s and MiB/s, IOPS, time, CI).
+
+    Phases whose details have columns of their own (a study over days, a
+    rebuild: :meth:`~flashsim.measure.results.PhaseDetails.columns`) get a
+    table per kind with those columns instead of the transfer ones.  The
+    ``time s`` column is the phase's time as its workload measures it: for
+    an IOR phase run in request fidelity, the IOR time its steady-state rate
+    was applied to (the IOR block's ``total(s)``), with the simulated seconds
+    in the findings.
+    """
     lines = [
         f"scenario: {result.scenario}   system: {result.system}   seed: {result.seed}   "
         f"fidelity: {result.fidelity}   wall: {result.wall_time_s:.2f} s",
-        "",
-        f"{'phase':<24} {'op':<6} {'ranks':>6} {'xfer':>10} {'GB/s':>10} {'MiB/s':>11} "
-        f"{'IOPS':>12} {'sim s':>9} {'±CI':>7} {'fidelity':<12}",
     ]
-    for p in result.phases:
+    transfer = [p for p in result.phases if p.extra.columns() is None]
+    if transfer:
+        lines.append("")
+        lines.append(
+            f"{'phase':<24} {'op':<6} {'ranks':>6} {'xfer':>10} {'GB/s':>10} {'MiB/s':>11} "
+            f"{'IOPS':>12} {'time s':>9} {'±CI':>7} {'fidelity':<12}"
+        )
+    for p in transfer:
         ci = f"{100 * p.ci_rel_halfwidth:.2f}%" if p.ci_rel_halfwidth is not None else "-"
         xfer = format_quantity(p.transfer_size_B, "bytes", 3)
         lines.append(
             f"{p.name:<24} {p.operation:<6} {p.ranks:>6} "
             f"{_or_dash(xfer, p.transfer_size_B):>10} {_num(p.bandwidth_Bps / 1e9, '.3f'):>10} "
             f"{_num(p.bandwidth_Bps / MIB, '.1f'):>11} {_num(p.iops, '.1f'):>12} "
-            f"{_num(p.sim_time_s, '.3f'):>9} {ci:>7} {p.fidelity or '-':<12}"
+            f"{_num(phase_time_s(p), '.3f'):>9} {ci:>7} {p.fidelity or '-':<12}"
         )
+    lines.extend(_own_tables([p for p in result.phases if p.extra.columns() is not None]))
     summaries = [
         f"{p.name:<24} {line}" if i == 0 else f"{'':<24} {line}"
         for p in result.phases
-        for i, line in enumerate(p.extra.findings())
+        for i, line in enumerate([*p.extra.findings(), *_time_notes(p)])
     ]
     if summaries:
         lines.extend(["", "findings:", *summaries])
     limits = format_bottlenecks(result)
     if limits:
         lines.extend(["", limits])
+    when = format_intervals(result)
+    if when:
+        lines.extend(["", when])
     ior = format_run_ior_text(result)
     if ior:
         lines.extend(["", ior])
     return "\n".join(lines)
+
+
+def phase_time_s(p: PhaseResult) -> float:
+    """The phase's time as its workload measures it (s); see :func:`format_run_text`.
+
+    An IOR phase's is the sum of its repetitions' times (IOR's ``total(s)``),
+    which in request fidelity is the window the steady-state rate was applied
+    to, not the seconds simulated; other phases' is their simulated time.
+    """
+    ex = _ior(p)
+    if ex is not None and ex.repetitions:
+        return float(sum(r.time_s for r in ex.repetitions))
+    return p.sim_time_s
+
+
+def _time_notes(p: PhaseResult) -> list[str]:
+    """A finding when the phase's time is not the time simulated (request-fidelity IOR)."""
+    t = phase_time_s(p)
+    if not (math.isfinite(t) and math.isfinite(p.sim_time_s)) or t <= 0:
+        return []
+    if abs(t - p.sim_time_s) <= 1e-6 * max(t, 1.0):
+        return []
+    return [
+        f"time {t:.4g} s: the steady-state rate of {p.sim_time_s:.4g} simulated s "
+        "applied to the IOR window"
+    ]
+
+
+def _own_tables(phases: list[PhaseResult]) -> list[str]:
+    """One table per kind of phase with columns of its own (phase, op, columns, fidelity)."""
+    lines: list[str] = []
+    kinds: dict[type, list[PhaseResult]] = {}
+    for p in phases:
+        kinds.setdefault(type(p.extra), []).append(p)
+    for members in kinds.values():
+        cols = [p.extra.columns() or {} for p in members]
+        heads = list(cols[0])
+        width = {h: max(len(h), *(len(c.get(h, "-")) for c in cols)) for h in heads}
+        lines.append("")
+        lines.append(
+            f"{'phase':<24} {'op':<16} "
+            + " ".join(f"{h:>{width[h]}}" for h in heads)
+            + f" {'fidelity':<12}"
+        )
+        for p, c in zip(members, cols, strict=True):
+            lines.append(
+                f"{p.name:<24} {p.operation:<16} "
+                + " ".join(f"{c.get(h, '-'):>{width[h]}}" for h in heads)
+                + f" {p.fidelity or '-':<12}"
+            )
+    return lines
 
 
 #: Names listed for a kind before the rest are counted ("... (+271 more)").
@@ -94,7 +162,64 @@ def format_bottlenecks(result: RunResult) -> str:
             rows = _kind_groups(p.bottlenecks)
         else:
             most = ", ".join(f"{m.name} {_pct(m.utilization)} ({m.kind})" for m in p.most_utilized)
-            rows = [f"none; most utilised: {most}"]
+            held = _held_by(p)
+            rows = [f"none{held}; most utilised: {most}"]
+        lines.append(f"{p.name:<{width}} {rows[0]}")
+        lines.extend(f"{'':<{width}} {row}" for row in rows[1:])
+    return "\n".join(lines)
+
+
+#: Interval lines listed per phase before the rest are counted (``--json`` lists them all).
+LISTED_INTERVALS = 12
+#: Kinds of :class:`~flashsim.measure.results.IntervalLimit` that are no resource.
+BOUND_KINDS = frozenset(
+    {"concurrency", "latency", "throttle", "offered load", "rate cap", "analytic", "idle"}
+)
+
+
+def _held_by(p: PhaseResult) -> str:
+    """``" saturated; held by <bound> (<kind>)"`` when a latency or concurrency bound
+    held most of the phase's time, else ``""``."""
+    bound: dict[tuple[str, str], float] = {}
+    for i in p.intervals:
+        if i.kind in BOUND_KINDS and i.kind != "idle":
+            key = (i.limiter, i.kind)
+            bound[key] = bound.get(key, 0.0) + (i.end_s - i.start_s)
+    if not bound:
+        return ""
+    limiter, kind = max(bound, key=lambda k: (bound[k], k))
+    return f" saturated; held by {limiter} ({kind})"
+
+
+def _secs(value: float) -> str:
+    return f"{value:.4g}"
+
+
+def format_intervals(result: RunResult) -> str:
+    """Per phase, what limited each interval: one line per part or time window.
+
+    ``start-end s  part  limiter utilisation (kind), share of bytes``; a phase
+    with one interval and no parts gets one line too, so every measured phase
+    names its limit.  Empty when no phase recorded intervals.
+    """
+    shown = [p for p in result.phases if p.intervals]
+    if not shown:
+        return ""
+    width = max([24, *(len(p.name) for p in shown)])
+    lines = [
+        "what limited it, when (s from the phase's start; the limit most bytes moved under):"
+    ]
+    for p in shown:
+        rows = []
+        for i in p.intervals[:LISTED_INTERVALS]:
+            span = f"{_secs(i.start_s)}-{_secs(i.end_s)} s"
+            util = f" {_pct(i.utilization)}" if i.utilization is not None else ""
+            share = f", {100 * i.share:.0f}% of bytes" if 0.0 < i.share < 0.995 else ""
+            part = f"{i.label}: " if i.label else ""
+            rows.append(f"{span:<20} {part}{i.limiter}{util} ({i.kind}){share}")
+        more = len(p.intervals) - LISTED_INTERVALS
+        if more > 0:
+            rows.append(f"... (+{more} more; --json lists them all)")
         lines.append(f"{p.name:<{width}} {rows[0]}")
         lines.extend(f"{'':<{width}} {row}" for row in rows[1:])
     return "\n".join(lines)

@@ -87,6 +87,16 @@ class PhaseDetails:
         """
         return []
 
+    def columns(self) -> dict[str, str] | None:
+        """The run table's columns for this kind of phase: header -> formatted value.
+
+        ``None`` (the default) for the transfer columns (ranks, transfer size,
+        GB/s, MiB/s, IOPS, time); a study whose meaning is elsewhere (days
+        aged, a rebuild's time) returns its own, units in the headers, and
+        gets a table of its own kind.
+        """
+        return None
+
     def to_dict(self) -> dict[str, Any]:
         """The ``extra`` object of ``--json``: every measured field, by name, in field order."""
         return {
@@ -143,9 +153,11 @@ class PhaseResult:
         per-repetition results), a typed record such as
         :class:`flashsim.workloads.ior.IorDetails`; :meth:`details` narrows it.
     fidelity : str or None
-        The fidelity the phase actually ran at (``"flow"``, ``"request"``, or
-        for a study of many tests each fidelity used, e.g. ``"flow+request"``);
-        ``None`` when the workload does not say.
+        The fidelity the phase actually ran at (``"flow"``, ``"request"``, for
+        a study of many tests each fidelity used, e.g. ``"flow+request"``, or
+        the method of a phase that simulates neither, e.g. ``"monte-carlo"``);
+        every phase kind of flashsim sets it (``None`` only for a workload
+        that does not say).
     bottlenecks : list of ResourceLoad
         Resources whose mean utilisation over the phase reached
         :data:`flashsim.measure.bottlenecks.BOTTLENECK_UTILIZATION` (0.99),

@@ -182,6 +182,7 @@ def run_data_loss(system: LustreCore, phase: DataLossPhase) -> PhaseResult:
                 )
             )
     return PhaseResult(
+        fidelity="monte-carlo",
         name=phase.name,
         operation="data-loss",
         bandwidth_Bps=0.0,

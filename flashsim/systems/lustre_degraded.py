@@ -182,6 +182,7 @@ def run_degraded_survey(system: LustreCore, phase: DegradedSurveyPhase) -> Phase
         rebuild_progress=progress,
     )
     return PhaseResult(
+        fidelity="flow",
         name=phase.name,
         operation=phase.operation,
         bandwidth_Bps=system_bw,

@@ -402,6 +402,7 @@ def _result(
     phase: FleetSurvey, name: str, op: OpKind, bw: float, elapsed: float, extra: PhaseDetails
 ) -> PhaseResult:
     return PhaseResult(
+        fidelity="flow",
         name=name,
         operation=op,
         bandwidth_Bps=bw,

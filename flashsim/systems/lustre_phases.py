@@ -231,6 +231,7 @@ def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
     bw = total / elapsed
     peak = system.ost_peak_Bps(phase.operation)
     return PhaseResult(
+        fidelity="flow",
         name=phase.name,
         operation=phase.operation,
         bandwidth_Bps=bw,
@@ -329,6 +330,7 @@ def run_lnet(system: LustreCore, phase: LnetSelftestPhase) -> PhaseResult:
     line = nic.line_rate_Bps()
     ssd = system.ost_peak_Bps(phase.operation) * system.model.oss.targets_per_server
     return PhaseResult(
+        fidelity="flow",
         name=phase.name,
         operation=phase.operation,
         bandwidth_Bps=bw,
@@ -409,6 +411,7 @@ def run_lnet_survey(system: LustreCore, phase: LnetSurveyPhase) -> PhaseResult:
     )
     median_bw = median * line
     return PhaseResult(
+        fidelity="flow",
         name=phase.name,
         operation=phase.operation,
         bandwidth_Bps=median_bw,

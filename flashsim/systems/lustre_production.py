@@ -167,6 +167,21 @@ class ProductionAgingDetails(PhaseDetails):
         lines.append(f"NAND writes {self.flash_dwpd:.3f} drive writes per day{rated}")
         return lines
 
+    def columns(self) -> dict[str, str]:
+        """Days aged, final WA, write capability (fresh, mean, worst), onset, TRIMs, wear."""
+        onset = "-" if math.isnan(self.onset_day) else f"{self.onset_day:.0f}"
+        wa = self.write_amplification
+        return {
+            "days": str(len(self.relative_write_bw)),
+            "WA end": f"{wa[-1]:.2f}" if wa else "-",
+            "fresh TB/s": f"{self.fresh_bandwidth_Bps / 1e12:.3f}",
+            "mean bw": f"{100 * self.mean_relative_write_bw:.1f}%",
+            "worst day": f"{100 * self.min_relative_write_bw:.1f}%",
+            "onset day": onset,
+            "TRIMs": str(self.trims),
+            "NAND DWPD": f"{self.flash_dwpd:.3f}",
+        }
+
 
 def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> PhaseResult:
     """``days`` of ``daily_volume`` over every OST, trimming every ``trim_every``."""

@@ -170,6 +170,20 @@ class RebuildDetails(PhaseDetails):
             lines.append(f"DATA LOST at {self.lost_at_s or 0.0:.0f} s: failures exceeded parity")
         return lines
 
+    def columns(self) -> dict[str, str]:
+        """Rebuild volume, time (and alone), rate, foreground before/during/after, loss."""
+        return {
+            "priority": f"{self.priority:g}",
+            "rebuild TB": f"{self.rebuild_volume_B / 1e12:.2f}",
+            "rebuild h": f"{self.rebuild_time_s / 3600:.2f}",
+            "alone h": f"{self.rebuild_alone_s / 3600:.2f}",
+            "rebuild GB/s": f"{self.rebuild_rate_Bps / 1e9:.3f}",
+            "fg before GB/s": f"{self.foreground_before_Bps / 1e9:.2f}",
+            "fg during GB/s": f"{self.foreground_during_Bps / 1e9:.2f}",
+            "fg after GB/s": f"{self.foreground_after_Bps / 1e9:.2f}",
+            "data lost": "yes" if self.data_lost else "no",
+        }
+
 
 # ............................................................... helpers
 def rebuild_policy(system: LustreCore, priority: float | None) -> RebuildPolicy:
@@ -384,6 +398,7 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
         lost_at_s=lost_at,
     )
     return PhaseResult(
+        fidelity="flow",
         name=phase.name,
         operation=phase.operation,
         bandwidth_Bps=during if phase.threads else 0.0,

@@ -134,6 +134,7 @@ def _run_flow(target: StreamsTarget, phase: StreamsPhase) -> PhaseResult:
     total = phase.bytes_per_stream * phase.streams
     bw = total / elapsed
     return PhaseResult(
+        fidelity="flow",
         name=phase.name,
         operation=phase.operation,
         bandwidth_Bps=bw,
@@ -158,6 +159,7 @@ def _run_request(target: StreamsTarget, phase: StreamsPhase) -> PhaseResult:
     customers = list(range(phase.streams * phase.queue_depth))
     loop = run_closed_loop(sim, request, customers, control, phase.sample_interval_requests)
     return PhaseResult(
+        fidelity="request",
         name=phase.name,
         operation=phase.operation,
         bandwidth_Bps=loop.ops_per_s * t,
