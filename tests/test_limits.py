@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
+from flashsim.engine.flows import Flow
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.limits import LimitRecorder
 from flashsim.measure.report import format_run_ior_text, format_run_text
@@ -309,3 +311,40 @@ def test_interval_limit_is_plain_json() -> None:
             "share": 1.0,
         }
     ]
+
+
+def test_ledger_charges_every_byte_once_through_rebuilds() -> None:
+    """Random flows (caps, shared resources, segments, arrivals): each byte is charged once.
+
+    The count of bytes is bounded (30 flows), not the time; the class structure changes
+    (flows move between cap and bottleneck classes, rebuilds) many times over the run.
+    """
+    rng = np.random.default_rng(11)
+    sim = Simulation(0)
+    net = sim.flows
+    res = [net.add_resource(f"t.r{i}", capacity_Bps=float(rng.uniform(50, 200))) for i in range(6)]
+    seg = net.add_segment("t.stripe", [(res[i], 0.25) for i in range(4)])
+    flows: list[Flow] = []
+
+    def arrivals() -> Any:
+        for k in range(30):
+            yield sim.env.timeout(float(rng.exponential(0.5)))
+            path: list[tuple[Any, float]] = [(res[int(rng.integers(6))], 1.0)]
+            if k % 3 == 0:
+                path.append((seg, 1.0))
+            cap = float(rng.uniform(10, 120)) if k % 2 else None
+            flows.append(
+                net.start_flow(
+                    float(rng.uniform(20, 400)), path, rate_cap_Bps=cap, cap_label=f"c: {k % 4}"
+                )
+            )
+
+    sim.env.process(arrivals())
+    sim.run(6.0)
+    moved = sum(f.size_B - f.remaining_B for f in flows)
+    assert sum(net.limit_bytes().values()) == pytest.approx(moved, rel=1e-9)
+    sim.run()
+    ledger = net.limit_bytes()
+    assert sum(ledger.values()) == pytest.approx(sum(f.size_B for f in flows), rel=1e-9)
+    assert {k for k in ledger if isinstance(k, str)} <= {f"c: {i}" for i in range(4)}
+    assert any(isinstance(k, int) for k in ledger)
