@@ -169,7 +169,8 @@ def test_lightly_loaded_run_has_no_bottleneck(root: Path) -> None:
     assert len(light.most_utilized) == 3
     assert all(0 < m.utilization < bn.BOTTLENECK_UTILIZATION for m in light.most_utilized)
     text = format_run_text(result)
-    assert "none saturated; held by concurrency: stream queue depth q*t/RTT (concurrency); most utilised: demo.ssd" in text
+    held = "held by concurrency: stream queue depth q*t/RTT (concurrency)"
+    assert f"none saturated; {held}; most utilised: demo.ssd" in text
 
 
 def test_json_lists_bottlenecks(root: Path) -> None:

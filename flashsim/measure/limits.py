@@ -32,6 +32,7 @@ limiter is read again over the merged interval).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -97,9 +98,7 @@ class LimitRecorder:
 
     def _read(self, boundary: bool, usage: UsageMark | None = None) -> None:
         now = usage if usage is not None else mark(self.sim)
-        reading = _Reading(
-            now, self.sim.flows.limit_bytes(), self.label, boundary, self.analytic
-        )
+        reading = _Reading(now, self.sim.flows.limit_bytes(), self.label, boundary, self.analytic)
         if self.readings[-1].usage.time_s == now.time_s:
             # Two readings at one instant: the later one stands (and keeps a boundary).
             prev = self.readings.pop()
@@ -149,7 +148,9 @@ class LimitRecorder:
         self._read(boundary=True, usage=end)
         owner = self.sim.flows.constraint_owner()
         spans = [
-            (a, b) for a, b in zip(self.readings, self.readings[1:]) if b.usage.time_s > a.usage.time_s
+            (a, b)
+            for a, b in pairwise(self.readings)
+            if b.usage.time_s > a.usage.time_s
         ]
         out: list[IntervalLimit] = []
         run_start: _Reading | None = None
@@ -226,7 +227,9 @@ class LimitRecorder:
                 kinds = {queues[i].kind or infer_kind(queues[i].name) for i in hot}
                 kind = sorted(kinds)[0]
                 of_kind = [i for i in hot if (queues[i].kind or infer_kind(queues[i].name)) == kind]
-                limiter = queues[of_kind[0]].name if len(of_kind) == 1 else f"{kind} \u00d7{len(of_kind)}"
+                limiter = (
+                    queues[of_kind[0]].name if len(of_kind) == 1 else f"{kind} \u00d7{len(of_kind)}"
+                )
                 mean = sum(float(util[i]) for i in of_kind) / len(of_kind)
                 return IntervalLimit(t0, t1, a.label, limiter, kind, mean, 1.0)
             return IntervalLimit(

@@ -206,9 +206,7 @@ def format_intervals(result: RunResult) -> str:
     if not shown:
         return ""
     width = max([24, *(len(p.name) for p in shown)])
-    lines = [
-        "what limited it, when (s from the phase's start; the limit most bytes moved under):"
-    ]
+    lines = ["what limited it, when (s from the phase's start; the limit most bytes moved under):"]
     for p in shown:
         rows = []
         for i in p.intervals[:LISTED_INTERVALS]:

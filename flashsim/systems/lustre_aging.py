@@ -185,6 +185,21 @@ class OstAgingDetails(PhaseDetails):
             )
         return lines
 
+    def columns(self) -> dict[str, str]:
+        """OST writes, bandwidth loss, WA, onset and transition, the TRIM."""
+        onset = self.onset_capacities
+        return {
+            "OST writes": f"{self.written_capacities[-1]:g}" if self.written_capacities else "-",
+            "bw loss": f"{100 * self.loss:.1f}%",
+            "WA max": f"{max(self.write_amplification):.2f}" if self.write_amplification else "-",
+            "onset OST writes": "-" if math.isnan(onset) else f"{onset:.2f}",
+            "10-90% OST writes": "-"
+            if math.isnan(self.transition_capacities)
+            else f"{self.transition_capacities:.2f}",
+            "TRIM h": "-" if self.trim_duration_s is None else f"{self.trim_duration_s / 3600:.1f}",
+            "recovered": "-" if self.recovered is None else f"{100 * self.recovered:.1f}%",
+        }
+
 
 def ost_capacity_B(system: LustreCore) -> float:
     """User bytes of one OST: its drives' capacity after parity and distributed spares."""

@@ -137,6 +137,18 @@ class DataLossDetails(PhaseDetails):
             for p in self.points
         ]
 
+    def columns(self) -> dict[str, str]:
+        """Arrays, geometry, rebuild time alone, the points and the worst loss probability."""
+        worst = max((p.probability for p in self.points), default=math.nan)
+        return {
+            "arrays": str(self.arrays),
+            "width": str(self.width),
+            "tolerance": str(self.tolerance),
+            "rebuild alone h": f"{self.rebuild_alone_s / 3600:.2f}",
+            "points": str(len(self.points)),
+            "max P(loss)/yr": "-" if math.isnan(worst) else f"{worst:.3g}",
+        }
+
 
 def run_data_loss(system: LustreCore, phase: DataLossPhase) -> PhaseResult:
     """Data-loss probability per system-year against rebuild priority and AFR."""

@@ -365,6 +365,22 @@ class VastEnduranceDetails(PhaseDetails):
             "the sustained SCM write rate",
         ]
 
+    def columns(self) -> dict[str, str]:
+        """Drive writes per day of SCM and QLC against their rating, and their life."""
+
+        def num(value: float | None, spec: str) -> str:
+            return "-" if value is None or math.isnan(value) else format(value, spec)
+
+        return {
+            "SCM DWPD": num(self.scm_dwpd, ".3g"),
+            "SCM rated": num(self.scm_rated_dwpd, "g"),
+            "SCM life y": num(self.scm_life_years, ".3g"),
+            "QLC DWPD": num(self.qlc_dwpd, ".3g"),
+            "QLC rated": num(self.qlc_rated_dwpd, "g"),
+            "QLC life y": num(self.qlc_life_years, ".3g"),
+            "turnover min": num(self.turnover_minutes, ".3g"),
+        }
+
 
 def _sim_dwpd(per_drive_B: float, user_B: float, daily_B: float, capacity_B: float) -> float:
     """Drive writes per day of a drive that got ``per_drive_B`` for ``user_B`` user bytes."""

@@ -102,6 +102,19 @@ class VastRebuildDetails(PhaseDetails):
             )
         return lines
 
+    def columns(self) -> dict[str, str]:
+        """EC geometry, volume, rebuild time (and alone), aged reads before and during."""
+        during = self.read_during_Bps
+        return {
+            "EC": f"{self.ec_data}+{self.ec_parity}",
+            "drives": str(self.drives),
+            "rebuilt TB": f"{self.rebuild_volume_B / 1e12:.2f}",
+            "rebuild h": f"{self.rebuild_time_s / 3600:.2f}",
+            "alone h": f"{self.rebuild_alone_s / 3600:.2f}",
+            "read before GB/s": "-" if math.isnan(during) else f"{self.read_before_Bps / 1e9:.1f}",
+            "read during GB/s": "-" if math.isnan(during) else f"{during / 1e9:.1f}",
+        }
+
 
 def run_vast_rebuild(system: VastTopology, phase: VastRebuildPhase) -> PhaseResult:
     """Fail QLC drive ``phase.drive`` and rebuild it under the phase's load."""
