@@ -90,9 +90,11 @@ class LimitLedger:
         """Bytes moved so far per key, counting flows ``slots`` (in a class) at ``remaining_B``."""
         out = dict(self.settled)
         moved = self.rem[slots] - remaining_B
-        keys = self.key[slots]
-        for k, b in zip(keys.tolist(), moved.tolist(), strict=True):
-            if b > 0.0:
+        ok = moved > 0.0
+        if ok.any():
+            uniq, inv = np.unique(self.key[slots][ok], return_inverse=True)
+            sums = np.bincount(inv, weights=moved[ok])
+            for k, b in zip(uniq.tolist(), sums.tolist(), strict=True):
                 out[k] = out.get(k, 0.0) + b
         return out
 
