@@ -37,6 +37,7 @@ from itertools import pairwise
 import numpy as np
 
 from flashsim.engine.flows import Resource
+from flashsim.engine.maxmin import FloatArray
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.bottlenecks import (
     BOTTLENECK_UTILIZATION,
@@ -44,7 +45,6 @@ from flashsim.measure.bottlenecks import (
     flow_utilization,
     infer_kind,
     mark,
-    queue_utilization,
 )
 from flashsim.measure.results import IntervalLimit
 
@@ -65,6 +65,21 @@ class _Reading:
     label: str
     boundary: bool
     analytic: str | None = None
+
+
+def _queue_utilization(sim: Simulation, a: UsageMark, b: UsageMark) -> FloatArray:
+    """Mean utilisation of every registered queue between two readings (0 if none)."""
+    queues = sim.queues
+    elapsed = b.time_s - a.time_s
+    if not queues or elapsed <= 0:
+        return np.zeros(len(queues))
+    before = np.zeros(len(queues))
+    before[: a.queue_busy_s.size] = a.queue_busy_s
+    after = np.zeros(len(queues))
+    after[: b.queue_busy_s.size] = b.queue_busy_s
+    servers = np.fromiter((q.servers for q in queues), dtype=np.float64, count=len(queues))
+    result: FloatArray = (after - before) / (servers * elapsed)
+    return result
 
 
 def _cap_kind(label: str) -> str:
@@ -147,11 +162,7 @@ class LimitRecorder:
         self.sim.remove_part_listener(self._on_part)
         self._read(boundary=True, usage=end)
         owner = self.sim.flows.constraint_owner()
-        spans = [
-            (a, b)
-            for a, b in pairwise(self.readings)
-            if b.usage.time_s > a.usage.time_s
-        ]
+        spans = [(a, b) for a, b in pairwise(self.readings) if b.usage.time_s > a.usage.time_s]
         out: list[IntervalLimit] = []
         run_start: _Reading | None = None
         run_limit: IntervalLimit | None = None
@@ -219,17 +230,19 @@ class LimitRecorder:
     def _queue_limit(self, a: _Reading, b: _Reading, t0: float, t1: float) -> IntervalLimit:
         """An interval in which no flow moved: a saturated queue, the closed loops, or idle."""
         queues = self.sim.queues
-        util = queue_utilization(self.sim, a.usage, b.usage.queue_busy_s)
+        util = _queue_utilization(self.sim, a.usage, b.usage)
         if queues and util.size and float(util.max()) > 0.0:
-            hot = [i for i in range(util.size) if util[i] >= BOTTLENECK_UTILIZATION]
-            best = int(util.argmax())
-            if hot:
-                kinds = {queues[i].kind or infer_kind(queues[i].name) for i in hot}
-                kind = sorted(kinds)[0]
-                of_kind = [i for i in hot if (queues[i].kind or infer_kind(queues[i].name)) == kind]
-                limiter = (
-                    queues[of_kind[0]].name if len(of_kind) == 1 else f"{kind} \u00d7{len(of_kind)}"
-                )
+            order = np.argsort(-util, kind="stable")
+            best = int(order[0])
+            if util[best] >= BOTTLENECK_UTILIZATION:
+                kind = queues[best].kind or infer_kind(queues[best].name)
+                of_kind = [
+                    i
+                    for i in order.tolist()
+                    if util[i] >= BOTTLENECK_UTILIZATION
+                    and (queues[i].kind or infer_kind(queues[i].name)) == kind
+                ]
+                limiter = queues[best].name if len(of_kind) == 1 else f"{kind} \u00d7{len(of_kind)}"
                 mean = sum(float(util[i]) for i in of_kind) / len(of_kind)
                 return IntervalLimit(t0, t1, a.label, limiter, kind, mean, 1.0)
             return IntervalLimit(
