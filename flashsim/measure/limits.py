@@ -206,26 +206,62 @@ class LimitRecorder:
             row = row_of[id(res)]
             by_row = members.setdefault(kind, {})
             by_row[row] = by_row.get(row, 0.0) + moved
+        resources = b.usage.flow.resources
+        hot = np.flatnonzero(flow_util >= BOTTLENECK_UTILIZATION).tolist()
+        hot_kinds: dict[str, list[int]] = {}
+        for r in hot:
+            res = resources[r]
+            hot_kinds.setdefault(res.kind or infer_kind(res.name), []).append(r)
+        if hot_kinds and total > 0.0:
+            # A saturated resource limits the interval, before any cap (a cap that ties
+            # with it is the resource's rate too); of several kinds, the one most bytes
+            # moved under, then the one most work crossed.
+            work = b.usage.flow.work[:, 0]
+            before = a.usage.flow.work[:, 0]
+            crossed = {
+                kind: sum(float(work[r] - (before[r] if r < before.size else 0.0)) for r in rows)
+                for kind, rows in hot_kinds.items()
+            }
+            name = max(hot_kinds, key=lambda k: (groups.get(f"res:{k}", 0.0), crossed[k], k))
+            rows_hot = dict.fromkeys(hot_kinds[name], 0.0)
+            rows_hot.update(members.get(name, {}))
+            return self._resource_limit(
+                a, t0, t1, name, rows_hot, flow_util, resources, groups, total
+            )
         if total > 0.0 and groups:
             top = max(groups, key=lambda g: (groups[g], g))
-            share = groups[top] / total
             what, name = top.split(":", 1)
             if what == "cap":
+                share = groups[top] / total
                 return IntervalLimit(t0, t1, a.label, name, _cap_kind(name), None, share)
-            rows = dict(members[name])
-            # Saturated resources of the kind that tied with the classes' bottleneck count too.
-            resources = b.usage.flow.resources
-            for r in np.flatnonzero(flow_util >= BOTTLENECK_UTILIZATION).tolist():
-                res = resources[r]
-                if r not in rows and (res.kind or infer_kind(res.name)) == name:
-                    rows[r] = 0.0
-            util = sum(float(flow_util[r]) for r in rows) / len(rows)
-            if len(rows) == 1:
-                limiter = b.usage.flow.resources[next(iter(rows))].name
-            else:
-                limiter = f"{name} \u00d7{len(rows)}"
-            return IntervalLimit(t0, t1, a.label, limiter, name, util, share)
+            return self._resource_limit(
+                a, t0, t1, name, dict(members[name]), flow_util, resources, groups, total
+            )
         return self._queue_limit(a, b, t0, t1)
+
+    @staticmethod
+    def _resource_limit(
+        a: _Reading,
+        t0: float,
+        t1: float,
+        kind: str,
+        rows: dict[int, float],
+        flow_util: FloatArray,
+        resources: list[Resource],
+        groups: dict[str, float],
+        total: float,
+    ) -> IntervalLimit:
+        """The interval limited by resources of ``kind`` (``rows``: their rows, bytes)."""
+        for r in np.flatnonzero(flow_util >= BOTTLENECK_UTILIZATION).tolist():
+            res = resources[r]
+            if r not in rows and (res.kind or infer_kind(res.name)) == kind:
+                rows[r] = 0.0  # saturated, tied with the classes' bottleneck
+        util = sum(float(flow_util[r]) for r in rows) / len(rows)
+        limiter = (
+            resources[next(iter(rows))].name if len(rows) == 1 else f"{kind} \u00d7{len(rows)}"
+        )
+        share = groups.get(f"res:{kind}", 0.0) / total
+        return IntervalLimit(t0, t1, a.label, limiter, kind, util, share)
 
     def _queue_limit(self, a: _Reading, b: _Reading, t0: float, t1: float) -> IntervalLimit:
         """An interval in which no flow moved: a saturated queue, the closed loops, or idle."""

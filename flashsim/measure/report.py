@@ -98,15 +98,17 @@ def _own_tables(phases: list[PhaseResult]) -> list[str]:
         cols = [p.extra.columns() or {} for p in members]
         heads = list(cols[0])
         width = {h: max(len(h), *(len(c.get(h, "-")) for c in cols)) for h in heads}
+        name_w = max([24, *(len(p.name) for p in members)])
+        op_w = max([6, *(len(p.operation) for p in members)])
         lines.append("")
         lines.append(
-            f"{'phase':<24} {'op':<16} "
+            f"{'phase':<{name_w}} {'op':<{op_w}} "
             + " ".join(f"{h:>{width[h]}}" for h in heads)
             + f" {'fidelity':<12}"
         )
         for p, c in zip(members, cols, strict=True):
             lines.append(
-                f"{p.name:<24} {p.operation:<16} "
+                f"{p.name:<{name_w}} {p.operation:<{op_w}} "
                 + " ".join(f"{c.get(h, '-'):>{width[h]}}" for h in heads)
                 + f" {p.fidelity or '-':<12}"
             )

@@ -55,8 +55,10 @@ class IntervalLimit:
         Mean utilisation of the limiting resource(s) over the interval
         (dimensionless, 0..1); ``None`` for a bound that is no resource.
     share : float
-        Fraction of the bytes moved in the interval that moved under this
-        limit (dimensionless, 0..1; 1 for request fidelity and idle intervals).
+        Fraction of the interval's bytes moved in classes whose rate this
+        limit set (dimensionless, 0..1): a saturated resource can limit with a
+        share below its bytes when flows' caps tie with it (those bytes count
+        for the caps); 1 for request fidelity, 0 for idle or analytic.
     """
 
     start_s: float
@@ -107,6 +109,23 @@ class PhaseDetails:
 
 
 DetailsT = TypeVar("DetailsT", bound=PhaseDetails)
+
+
+def cell(value: float | None, spec: str, scale: float = 1.0) -> str:
+    """``value / scale`` formatted for a table column, ``"-"`` when not measured (None, NaN).
+
+    Parameters
+    ----------
+    value : float or None
+        The value in SI units.
+    spec : str
+        Format specification, e.g. ``".2f"``.
+    scale : float
+        Divisor into the column's unit, e.g. 3600 for hours from seconds.
+    """
+    if value is None or not math.isfinite(value):
+        return "-"
+    return format(value / scale, spec)
 
 
 def _plain(value: Any) -> Any:

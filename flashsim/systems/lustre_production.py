@@ -28,7 +28,7 @@ from pydantic import Field, model_validator
 
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import Bandwidth, Bytes, Seconds, StrictModel, field_error
-from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.measure.results import PhaseDetails, PhaseResult, cell
 from flashsim.systems.lustre_aging import (
     ONSET_LOSS,
     age_ost,
@@ -174,12 +174,12 @@ class ProductionAgingDetails(PhaseDetails):
         return {
             "days": str(len(self.relative_write_bw)),
             "WA end": f"{wa[-1]:.2f}" if wa else "-",
-            "fresh TB/s": f"{self.fresh_bandwidth_Bps / 1e12:.3f}",
-            "mean bw": f"{100 * self.mean_relative_write_bw:.1f}%",
-            "worst day": f"{100 * self.min_relative_write_bw:.1f}%",
+            "fresh TB/s": cell(self.fresh_bandwidth_Bps, ".3f", 1e12),
+            "mean bw": cell(self.mean_relative_write_bw, ".1%"),
+            "worst day": cell(self.min_relative_write_bw, ".1%"),
             "onset day": onset,
             "TRIMs": str(self.trims),
-            "NAND DWPD": f"{self.flash_dwpd:.3f}",
+            "NAND DWPD": cell(self.flash_dwpd, ".3f"),
         }
 
 

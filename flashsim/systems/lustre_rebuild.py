@@ -46,7 +46,7 @@ from flashsim.components.rebuild import (
 )
 from flashsim.config import Bytes, NonNegativeSeconds, Seconds, StrictModel, UnitFraction
 from flashsim.engine.flows import Flow
-from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.measure.results import PhaseDetails, PhaseResult, cell
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_cost import op_cost
 from flashsim.systems.lustre_nodes import OstNode
@@ -174,13 +174,13 @@ class RebuildDetails(PhaseDetails):
         """Rebuild volume, time (and alone), rate, foreground before/during/after, loss."""
         return {
             "priority": f"{self.priority:g}",
-            "rebuild TB": f"{self.rebuild_volume_B / 1e12:.2f}",
-            "rebuild h": f"{self.rebuild_time_s / 3600:.2f}",
-            "alone h": f"{self.rebuild_alone_s / 3600:.2f}",
-            "rebuild GB/s": f"{self.rebuild_rate_Bps / 1e9:.3f}",
-            "fg before GB/s": f"{self.foreground_before_Bps / 1e9:.2f}",
-            "fg during GB/s": f"{self.foreground_during_Bps / 1e9:.2f}",
-            "fg after GB/s": f"{self.foreground_after_Bps / 1e9:.2f}",
+            "rebuild TB": cell(self.rebuild_volume_B, ".2f", 1e12),
+            "rebuild h": cell(self.rebuild_time_s, ".2f", 3600),
+            "alone h": cell(self.rebuild_alone_s, ".2f", 3600),
+            "rebuild GB/s": cell(self.rebuild_rate_Bps, ".3f", 1e9),
+            "fg before GB/s": cell(self.foreground_before_Bps, ".2f", 1e9),
+            "fg during GB/s": cell(self.foreground_during_Bps, ".2f", 1e9),
+            "fg after GB/s": cell(self.foreground_after_Bps, ".2f", 1e9),
             "data lost": "yes" if self.data_lost else "no",
         }
 

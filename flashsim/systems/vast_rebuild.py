@@ -25,7 +25,7 @@ from pydantic import Field
 from flashsim.components.rebuild import ArrayGeometry, RebuildFlows, RebuildPolicy, rebuild_traffic
 from flashsim.config import StrictModel, UnitFraction
 from flashsim.engine.flows import Flow, Resource
-from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.measure.results import PhaseDetails, PhaseResult, cell
 
 if TYPE_CHECKING:
     from flashsim.systems.vast_topology import VastTopology
@@ -108,9 +108,9 @@ class VastRebuildDetails(PhaseDetails):
         return {
             "EC": f"{self.ec_data}+{self.ec_parity}",
             "drives": str(self.drives),
-            "rebuilt TB": f"{self.rebuild_volume_B / 1e12:.2f}",
-            "rebuild h": f"{self.rebuild_time_s / 3600:.2f}",
-            "alone h": f"{self.rebuild_alone_s / 3600:.2f}",
+            "rebuilt TB": cell(self.rebuild_volume_B, ".2f", 1e12),
+            "rebuild h": cell(self.rebuild_time_s, ".2f", 3600),
+            "alone h": cell(self.rebuild_alone_s, ".2f", 3600),
             "read before GB/s": "-" if math.isnan(during) else f"{self.read_before_Bps / 1e9:.1f}",
             "read during GB/s": "-" if math.isnan(during) else f"{during / 1e9:.1f}",
         }
