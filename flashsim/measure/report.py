@@ -172,7 +172,7 @@ def format_bottlenecks(result: RunResult) -> str:
 
 
 #: Interval lines listed per phase before the rest are counted (``--json`` lists them all).
-LISTED_INTERVALS = 12
+LISTED_INTERVALS = 16
 #: Kinds of :class:`~flashsim.measure.results.IntervalLimit` that are no resource.
 BOUND_KINDS = frozenset(
     {"concurrency", "latency", "throttle", "offered load", "rate cap", "analytic", "idle"}
