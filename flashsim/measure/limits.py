@@ -25,7 +25,7 @@ was created (``"concurrency: rank window q*t/L"``).  An interval in which no
 flow moved (request fidelity) is limited by a queue whose utilisation
 reached :data:`~flashsim.measure.bottlenecks.BOTTLENECK_UTILIZATION`, or
 else by the closed loops (requests in flight per client), or is idle.
-Consecutive intervals of one part with the same limiter are merged (their
+Consecutive intervals of one part with the same kind of limit, saturated or not, are merged (their
 limiter is read again over the merged interval).
 """
 
@@ -80,6 +80,12 @@ def _queue_utilization(sim: Simulation, a: UsageMark, b: UsageMark) -> FloatArra
     servers = np.fromiter((q.servers for q in queues), dtype=np.float64, count=len(queues))
     result: FloatArray = (after - before) / (servers * elapsed)
     return result
+
+
+def _merge_key(limit: IntervalLimit) -> tuple[str, str, bool]:
+    """Intervals of one part, limit kind and saturation merge into one."""
+    saturated = limit.utilization is not None and limit.utilization >= BOTTLENECK_UTILIZATION
+    return limit.label, limit.kind, saturated
 
 
 def _cap_kind(label: str) -> str:
@@ -171,7 +177,7 @@ class LimitRecorder:
             if (
                 run_start is not None
                 and run_limit is not None
-                and (run_limit.label, run_limit.kind) == (limit.label, limit.kind)
+                and _merge_key(run_limit) == _merge_key(limit)
             ):
                 run_limit = self._limit(run_start, b, owner)
                 continue

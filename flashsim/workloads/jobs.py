@@ -461,10 +461,9 @@ def run_jobs(
     groups = place_jobs(phase, seed)
     engine = JobEngine(system, fidelity, "none", phase.merge, phase.merge_gap)
     start = system.sim.now
-    running = [True]
-    _mark_starts(system.sim, phase, running)
-    flat = engine.run([job for group in groups for job in group])
-    running[0] = False
+    parts = _RunningJobs(system.sim, phase, groups)
+    flat = engine.run([job for group in groups for job in group], parts.done)
+    parts.live = False
     together: list[list[JobTimes]] = []
     k = 0
     for group in groups:
@@ -496,26 +495,58 @@ def run_jobs(
     )
 
 
-def _mark_starts(sim: Simulation, phase: JobsPhase, running: list[bool]) -> None:
-    """Announce a part of the phase at each job start: the jobs started by then.
+class _RunningJobs:
+    """Announces the parts of a jobs phase: the entries running together, at each start and end.
 
-    Announcements still pending when the phase ends (``running[0]`` false) are dropped.
+    Parameters
+    ----------
+    sim : Simulation
+        The simulation the phase runs in.
+    phase : JobsPhase
+        The phase (its entries' names and start times, s).
+    groups : list of list of PlacedJob
+        The placed jobs of each entry, in the order ``JobEngine.run`` receives them flat.
     """
-    starts = sorted({float(entry.start) for entry in phase.jobs})
 
-    def label(t: float) -> str:
-        return " + ".join(e.name for e in phase.jobs if float(e.start) <= t) + " started"
+    def __init__(self, sim: Simulation, phase: JobsPhase, groups: list[list[PlacedJob]]) -> None:
+        self.sim = sim
+        self.names = [entry.name for entry in phase.jobs]
+        self.left = [len(group) for group in groups]
+        self.owner = [i for i, group in enumerate(groups) for _ in group]
+        self.started = [False] * len(groups)
+        self.live = True
+        starts = sorted({float(entry.start) for entry in phase.jobs})
+        for t in starts:
+            entries = [i for i, e in enumerate(phase.jobs) if float(e.start) == t]
+            if t <= 0.0:
+                self._start(entries)
+            else:
+                sim.env.process(self._start_at(t, entries))
 
-    def announce(t: float) -> Generator[simpy.Event, Any, None]:
-        yield sim.env.timeout(t)
-        if running[0]:
-            sim.begin_part(label(t))
+    def _announce(self) -> None:
+        if self.live:
+            running = [
+                name
+                for name, started, left in zip(self.names, self.started, self.left, strict=True)
+                if started and left > 0
+            ]
+            self.sim.begin_part(" + ".join(running) if running else "no job running")
 
-    for t in starts:
-        if t <= 0.0:
-            sim.begin_part(label(t))
-        else:
-            sim.env.process(announce(t))
+    def _start(self, entries: list[int]) -> None:
+        for i in entries:
+            self.started[i] = True
+        self._announce()
+
+    def _start_at(self, t: float, entries: list[int]) -> Generator[simpy.Event, Any, None]:
+        yield self.sim.env.timeout(t)
+        self._start(entries)
+
+    def done(self, k: int) -> None:
+        """Placed job ``k`` (flat index) has ended."""
+        i = self.owner[k]
+        self.left[i] -= 1
+        if self.left[i] == 0:
+            self._announce()
 
 
 def _span_s(times: list[JobTimes], start_s: float) -> float:

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Annotated, Any, Literal, Protocol
@@ -494,8 +494,14 @@ class JobEngine:
         self.merge_gap_s = merge_gap_s
         self._streams: dict[Access, RankStream] = {}
 
-    def run(self, jobs: list[PlacedJob]) -> list[JobTimes]:
-        """Run ``jobs`` together from the simulation's present time; return their times."""
+    def run(
+        self, jobs: list[PlacedJob], on_done: Callable[[int], None] | None = None
+    ) -> list[JobTimes]:
+        """Run ``jobs`` together from the simulation's present time; return their times.
+
+        ``on_done(i)`` is called when every rank of ``jobs[i]`` has ended (for reports of
+        what limited each interval; it must not change the run).
+        """
         sim = self.system.sim
         env = sim.env
         t0 = sim.now
@@ -504,7 +510,8 @@ class JobEngine:
         self._streams = {}
         outcomes: list[JobTimes] = []
         procs: list[simpy.Process] = []
-        for job in jobs:
+        for index, job in enumerate(jobs):
+            first_proc = len(procs)
             transfers = group_calls(
                 job.trace,
                 self.merge,
@@ -530,6 +537,8 @@ class JobEngine:
                 if hi > lo:
                     node = job.node_of(rank, client_nodes)
                     procs.append(env.process(self._rank(times, rank, node, lo, hi, t0)))
+            if on_done is not None and len(procs) > first_proc:
+                env.process(_when_done(env, procs[first_proc:], index, on_done))
         if procs:
             sim.run(env.all_of(procs))
         return outcomes
@@ -731,3 +740,11 @@ def write_conflicts(job: PlacedJob, client_nodes: int) -> FloatArray:
     calls = np.bincount(file, minlength=len(files))
     np.divide(total, calls, out=out, where=calls > 0)
     return out
+
+
+def _when_done(
+    env: simpy.Environment, procs: list[simpy.Process], index: int, on_done: Callable[[int], None]
+) -> Generator[simpy.Event, Any, None]:
+    """Call ``on_done(index)`` once every process of ``procs`` has ended."""
+    yield env.all_of(procs)
+    on_done(index)
