@@ -348,3 +348,33 @@ def test_ledger_charges_every_byte_once_through_rebuilds() -> None:
     assert sum(ledger.values()) == pytest.approx(sum(f.size_B for f in flows), rel=1e-9)
     assert {k for k in ledger if isinstance(k, str)} <= {f"c: {i}" for i in range(4)}
     assert any(isinstance(k, int) for k in ledger)
+
+
+def test_jobs_phase_reports_the_jobs_running_together() -> None:
+    """A jobs phase announces each entry's start and end: one part per set of running jobs."""
+    from test_vast_jobs import ior_job, jobs_phase, system
+
+    built = system("flow")
+    phase = jobs_phase(
+        ior_job("dump", "write", direct_io=True),
+        ior_job(
+            "lookup",
+            "read",
+            access="random",
+            transfer_size="64 KiB",
+            block_size="4 MiB",
+            start="100 s",
+        ),
+        alone=False,
+    )
+    recorder = LimitRecorder(built.sim)
+    built.run_phase(phase)
+    intervals = recorder.finish()
+    labels = [i.label for i in intervals]
+    assert labels[0] == "dump" and labels[-1] == "lookup"
+    assert "no job running" in labels
+    idle = intervals[labels.index("no job running")]
+    assert idle.kind == "idle" and idle.end_s == pytest.approx(100.0)
+    # Four ranks saturate nothing: each part names the NFS client's window, not "none".
+    assert {intervals[0].kind, intervals[-1].kind} == {"concurrency"}
+    assert intervals[0].limiter == "concurrency: NFS RPCs in flight per call"
