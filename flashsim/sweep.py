@@ -37,8 +37,9 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from flashsim.config import ConfigError
+from flashsim.config import MISSING, ConfigError
 from flashsim.scenario import load_scenario, run_loaded
+from flashsim.sweep_limits import LIMIT_COLUMNS, limit_columns
 from flashsim.tasks import dask_client
 
 # Re-exported: the Dask executor moved to flashsim.tasks (below the system kinds).
@@ -205,7 +206,11 @@ def _run_point(
 ) -> pd.DataFrame:
     """Run one point (in this process or on a Dask worker); one row per phase."""
     full = {**overrides, **values}
-    frame = run_loaded(load_scenario(scenario, full)).to_dataframe()
+    result = run_loaded(load_scenario(scenario, full))
+    frame = result.to_dataframe()
+    limits = pd.DataFrame([limit_columns(phase) for phase in result.phases], columns=LIMIT_COLUMNS)
+    for column in LIMIT_COLUMNS:  # what limited each phase (flashsim.sweep_limits)
+        frame[column] = limits[column].to_numpy()
     for key, value in values.items():
         frame[key] = value
     frame.insert(0, "point", index)
@@ -242,16 +247,48 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def cache_dir() -> Path:
+    """The user's cache directory for flashsim: ``$XDG_CACHE_HOME/flashsim`` or ``~/.cache/flashsim``.
+
+    An ``XDG_CACHE_HOME`` that is not an absolute path is ignored, as the XDG
+    Base Directory specification asks.  Never the current directory.
+
+    Raises
+    ------
+    ConfigError
+        When neither ``XDG_CACHE_HOME`` nor a home directory is known (name a
+        store with ``--store``).
+    """
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "flashsim"
+    try:
+        home = Path.home()
+    except RuntimeError:
+        home = Path()
+    if not home.is_absolute():
+        raise ConfigError(
+            "command line",
+            "--store",
+            MISSING,
+            "a store directory: there is no home directory or XDG_CACHE_HOME for the default "
+            "one (~/.cache/flashsim/sweeps); give --store PATH",
+        )
+    return home / ".cache" / "flashsim"
+
+
 def default_store(
     scenario: str | Path,
     axes: Sequence[tuple[str, Sequence[str]]],
     overrides: Mapping[str, str] = {},
 ) -> Path:
-    """The store of a sweep when none is given: ``.flashsim/sweeps/<stem>-<hash>.parquet``.
+    """The store of a sweep when none is given: ``<cache>/sweeps/<stem>-<hash>.parquet``.
 
-    Relative to the current directory; the hash covers the scenario's absolute
-    path, the ``--set`` overrides and the ``--vary`` axes, so the same command
-    finds the same store (and ``--resume`` works without naming it).
+    ``<cache>`` is the user's cache directory (:func:`cache_dir`,
+    ``~/.cache/flashsim``), never the current directory, so a sweep run in a
+    checkout leaves it clean.  The hash covers the scenario's absolute path, the
+    ``--set`` overrides and the ``--vary`` axes, so the same command finds the
+    same store (and ``--resume`` works without naming it).
     """
     p = Path(scenario)
     spec = json.dumps(
@@ -259,7 +296,7 @@ def default_store(
         sort_keys=True,
     )
     digest = hashlib.sha256(spec.encode()).hexdigest()[:10]
-    return Path(".flashsim") / "sweeps" / f"{p.stem}-{digest}.parquet"
+    return cache_dir() / "sweeps" / f"{p.stem}-{digest}.parquet"
 
 
 class _Store:
@@ -516,10 +553,14 @@ def _signals(guard: _Guard) -> Iterator[None]:
         names.append(signal.SIGALRM)
     # A signal ignored by whoever started us (``nohup``, a background job) stays ignored.
     names = [sig for sig in names if signal.getsignal(sig) is not signal.SIG_IGN]
-    old = {sig: signal.signal(sig, guard.handler) for sig in names}
-    if guard.max_wall_s is not None:
-        signal.setitimer(signal.ITIMER_REAL, guard.max_wall_s)
+    old: dict[int, Any] = {}
     try:
+        for sig in names:
+            old[sig] = signal.signal(sig, guard.handler)
+        if guard.max_wall_s is not None:
+            # The alarm may fire at once (``--max-wall 1e-9``): the _Stop it raises leaves
+            # through this ``try`` (restoring the handlers) to the caller's ``except _Stop``.
+            signal.setitimer(signal.ITIMER_REAL, guard.max_wall_s)
         yield
     finally:
         if guard.max_wall_s is not None:
