@@ -397,9 +397,9 @@ def describe(model: Path, as_json: bool, sets: Sequence[str]) -> None:
     "store",
     type=click.Path(path_type=Path),
     default=None,
-    help="Results store: a directory with one Parquet file per finished point (default "
-    "$XDG_CACHE_HOME/flashsim/sweeps/<scenario>-<hash>.parquet, i.e. under ~/.cache; never "
-    "the current directory unless named here).",
+    help="Results store: a directory with one Parquet file per finished point. Default: "
+    "<scenario>-<hash>.parquet in the user cache, ~/.cache/flashsim/sweeps (or under "
+    "$XDG_CACHE_HOME), never the current directory unless named here.",
 )
 @click.option(
     "--resume", is_flag=True, help="Keep the points already in the store; run only the others."

@@ -853,7 +853,7 @@ def run_sweep(
     path = Path(scenario)
     base = dict(overrides)
     check_axes(axes, base)
-    check_executor(executor, jobs, scheduler)
+    check_executor(executor, None, scheduler)  # (``jobs`` is unused in this process)
     points = make_points(axes, base)
     model = _validate_points(path, base, axes)
     if max_wall_s is not None and not max_wall_s > 0:
