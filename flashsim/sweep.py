@@ -555,7 +555,7 @@ def _signals(guard: _Guard) -> Iterator[None]:
         names.append(signal.SIGALRM)
     # A signal ignored by whoever started us (``nohup``, a background job) stays ignored.
     names = [sig for sig in names if signal.getsignal(sig) is not signal.SIG_IGN]
-    old: dict[int, Any] = {}
+    old: dict[signal.Signals, Any] = {}
     try:
         for sig in names:
             old[sig] = signal.signal(sig, guard.handler)

@@ -21,7 +21,7 @@ names and NaN utilisations.  Utilisations are dimensionless (0..1).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from flashsim.measure.results import PhaseResult, ResourceLoad
@@ -83,7 +83,7 @@ def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
 
 
-def limited_by(row: dict[str, Any]) -> str:
+def limited_by(row: Mapping[Hashable, Any]) -> str:
     """One cell for the text table: what limited a row's phase.
 
     ``"demo.ssd (ssd) 100.0%"`` for one bottleneck, ``"... +273 more: nic x274"``
@@ -93,7 +93,7 @@ def limited_by(row: dict[str, Any]) -> str:
 
     Parameters
     ----------
-    row : dict
+    row : mapping
         A row holding :data:`LIMIT_COLUMNS` (as :func:`limit_columns` made them,
         or read back from the store).
     """

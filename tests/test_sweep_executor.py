@@ -42,7 +42,9 @@ def test_a_few_small_points_run_in_this_process(
     frame = run_sweep(SCENARIO, AXES, jobs=2, store=tmp_path / "api")
     assert frame.attrs["executor"] == "in-process" and len(frame) == 6
     # The command line's default (a worker per core) too.
-    result = CliRunner().invoke(main, ["sweep", str(SCENARIO), *VARY, "--store", str(tmp_path / "cli")])
+    result = CliRunner().invoke(
+        main, ["sweep", str(SCENARIO), *VARY, "--store", str(tmp_path / "cli")]
+    )
     assert result.exit_code == 0, result.output
     assert result.stderr.strip().endswith("(run in this process)"), result.stderr
 
