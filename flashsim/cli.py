@@ -373,8 +373,17 @@ def describe(model: Path, as_json: bool, sets: Sequence[str]) -> None:
     "-j",
     type=int,
     default=None,
-    help="Local worker processes (default: one per core, at most one per point; more than "
-    "the cores is refused). 1 runs every point in this process, with no cluster.",
+    help="Local Dask worker processes (default: one per core, at most one per point; more "
+    "than the cores is refused). 1 runs every point in this process, with no cluster.",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["auto", "in-process", "dask"]),
+    default="auto",
+    show_default=True,
+    help="Where the points run. auto: in this process, moving the rest to a local Dask "
+    "cluster only when their measured cost says its ~20 s start-up pays (a few small points "
+    "never start one); in-process: never a cluster; dask: always (--scheduler implies it).",
 )
 @click.option(
     "--scheduler",
@@ -388,8 +397,9 @@ def describe(model: Path, as_json: bool, sets: Sequence[str]) -> None:
     "store",
     type=click.Path(path_type=Path),
     default=None,
-    help="Results store: a directory with one Parquet file per finished point (default "
-    ".flashsim/sweeps/<scenario>-<hash>.parquet under the current directory).",
+    help="Results store: a directory with one Parquet file per finished point. Default: "
+    "<scenario>-<hash>.parquet in the user cache, ~/.cache/flashsim/sweeps (or under "
+    "$XDG_CACHE_HOME), never the current directory unless named here.",
 )
 @click.option(
     "--resume", is_flag=True, help="Keep the points already in the store; run only the others."
@@ -409,6 +419,7 @@ def sweep(
     varies: Sequence[str],
     sets: Sequence[str],
     jobs: int | None,
+    executor: str,
     scheduler: str | None,
     store: Path | None,
     resume: bool,
@@ -418,8 +429,10 @@ def sweep(
 ) -> None:
     """Run SCENARIO over the cross product of --vary values; one row per phase and point.
 
-    Every finished point is written at once to the results store, so an
-    interrupted sweep loses nothing: rerun the same command with --resume.
+    Each row names what limited its phase (the bottleneck, or 'none' and the
+    most utilised resource), as the run report does.  Every finished point is
+    written at once to the results store, so an interrupted sweep loses
+    nothing: rerun the same command with --resume.
     Exit status: 0 done; 1 some points crashed; 2 a bad value (nothing ran, or
     every failed point had one); 4 --max-wall reached; 130/143 SIGINT/SIGTERM.
     """
@@ -427,6 +440,7 @@ def sweep(
         SweepFailedError,
         SweepStoppedError,
         check_axes,
+        check_executor,
         check_writable_file,
         default_store,
         local_workers,
@@ -437,6 +451,7 @@ def sweep(
     axes = _sweep_axes(varies)
     overrides = _overrides(sets)
     check_axes(axes, overrides)
+    check_executor(executor, jobs, scheduler)
     n_points = len(sweep_points(axes))
     workers = local_workers(jobs, n_points, scheduler)
     if jobs is not None and scheduler is None and jobs > workers:
@@ -459,6 +474,7 @@ def sweep(
             overwrite=store is None,
             scheduler=scheduler,
             max_wall_s=max_wall_s,
+            executor=executor,
         )
     except SweepStoppedError as exc:
         click.echo(f"stopped: {exc}", err=True)
@@ -466,7 +482,11 @@ def sweep(
     except SweepFailedError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2 if exc.user_error else 1)
-    click.echo(f"sweep: {n_points} point(s) in the store {where}", err=True)
+    from flashsim.sweep_limits import limited_by
+
+    ran = {"in-process": "in this process", "dask": "on Dask", "none": "already in it"}
+    how = ran.get(table.attrs.get("executor", ""), "in this process, then on Dask")
+    click.echo(f"sweep: {n_points} point(s) in the store {where} (run {how})", err=True)
     if csv_path is not None:
         table.to_csv(csv_path, index=False)
     if as_json:
@@ -474,7 +494,11 @@ def sweep(
     else:
         keys = [k for k, _ in axes]
         cols = [*keys, "name", "bandwidth_GBps", "iops", "ci_rel_halfwidth"]
-        click.echo(table[cols].to_string(index=False))
+        shown = table[cols].copy()
+        cells = [limited_by(row) for row in table.to_dict("records")]
+        width = max([len("limited by"), *map(len, cells)])
+        shown["limited by"] = [cell.ljust(width) for cell in cells]  # left-aligned text
+        click.echo(shown.to_string(index=False))
 
 
 def _sweep_axes(varies: Sequence[str]) -> list[tuple[str, list[str]]]:

@@ -20,9 +20,11 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import os
 import re
 import signal
+import statistics
 import tempfile
 import threading
 import time
@@ -37,8 +39,9 @@ from typing import Any
 import pandas as pd
 from tqdm import tqdm
 
-from flashsim.config import ConfigError
+from flashsim.config import MISSING, ConfigError
 from flashsim.scenario import load_scenario, run_loaded
+from flashsim.sweep_limits import LIMIT_COLUMNS, limit_columns
 from flashsim.tasks import dask_client
 
 # Re-exported: the Dask executor moved to flashsim.tasks (below the system kinds).
@@ -205,7 +208,11 @@ def _run_point(
 ) -> pd.DataFrame:
     """Run one point (in this process or on a Dask worker); one row per phase."""
     full = {**overrides, **values}
-    frame = run_loaded(load_scenario(scenario, full)).to_dataframe()
+    result = run_loaded(load_scenario(scenario, full))
+    frame = result.to_dataframe()
+    limits = pd.DataFrame([limit_columns(phase) for phase in result.phases], columns=LIMIT_COLUMNS)
+    for column in LIMIT_COLUMNS:  # what limited each phase (flashsim.sweep_limits)
+        frame[column] = limits[column].to_numpy()
     for key, value in values.items():
         frame[key] = value
     frame.insert(0, "point", index)
@@ -242,16 +249,48 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def cache_dir() -> Path:
+    """The user cache directory for flashsim: ``$XDG_CACHE_HOME/flashsim`` or ``~/.cache/flashsim``.
+
+    An ``XDG_CACHE_HOME`` that is not an absolute path is ignored, as the XDG
+    Base Directory specification asks.  Never the current directory.
+
+    Raises
+    ------
+    ConfigError
+        When neither ``XDG_CACHE_HOME`` nor a home directory is known (name a
+        store with ``--store``).
+    """
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg and os.path.isabs(xdg):
+        return Path(xdg) / "flashsim"
+    try:
+        home = Path.home()
+    except RuntimeError:
+        home = Path()
+    if not home.is_absolute():
+        raise ConfigError(
+            "command line",
+            "--store",
+            MISSING,
+            "a store directory: there is no home directory or XDG_CACHE_HOME for the default "
+            "one (~/.cache/flashsim/sweeps); give --store PATH",
+        )
+    return home / ".cache" / "flashsim"
+
+
 def default_store(
     scenario: str | Path,
     axes: Sequence[tuple[str, Sequence[str]]],
     overrides: Mapping[str, str] = {},
 ) -> Path:
-    """The store of a sweep when none is given: ``.flashsim/sweeps/<stem>-<hash>.parquet``.
+    """The store of a sweep when none is given: ``<cache>/sweeps/<stem>-<hash>.parquet``.
 
-    Relative to the current directory; the hash covers the scenario's absolute
-    path, the ``--set`` overrides and the ``--vary`` axes, so the same command
-    finds the same store (and ``--resume`` works without naming it).
+    ``<cache>`` is the user's cache directory (:func:`cache_dir`,
+    ``~/.cache/flashsim``), never the current directory, so a sweep run in a
+    checkout leaves it clean.  The hash covers the scenario's absolute path, the
+    ``--set`` overrides and the ``--vary`` axes, so the same command finds the
+    same store (and ``--resume`` works without naming it).
     """
     p = Path(scenario)
     spec = json.dumps(
@@ -259,7 +298,7 @@ def default_store(
         sort_keys=True,
     )
     digest = hashlib.sha256(spec.encode()).hexdigest()[:10]
-    return Path(".flashsim") / "sweeps" / f"{p.stem}-{digest}.parquet"
+    return cache_dir() / "sweeps" / f"{p.stem}-{digest}.parquet"
 
 
 class _Store:
@@ -516,10 +555,14 @@ def _signals(guard: _Guard) -> Iterator[None]:
         names.append(signal.SIGALRM)
     # A signal ignored by whoever started us (``nohup``, a background job) stays ignored.
     names = [sig for sig in names if signal.getsignal(sig) is not signal.SIG_IGN]
-    old = {sig: signal.signal(sig, guard.handler) for sig in names}
-    if guard.max_wall_s is not None:
-        signal.setitimer(signal.ITIMER_REAL, guard.max_wall_s)
+    old: dict[signal.Signals, Any] = {}
     try:
+        for sig in names:
+            old[sig] = signal.signal(sig, guard.handler)
+        if guard.max_wall_s is not None:
+            # The alarm may fire at once (``--max-wall 1e-9``): the _Stop it raises leaves
+            # through this ``try`` (restoring the handlers) to the caller's ``except _Stop``.
+            signal.setitimer(signal.ITIMER_REAL, guard.max_wall_s)
         yield
     finally:
         if guard.max_wall_s is not None:
@@ -634,6 +677,105 @@ def _run_on_dask(
     return failures
 
 
+# ------------------------------------------------------------ which executor
+#: Where a sweep's points may run (``--executor``): ``auto`` starts in this
+#: process and moves the rest to a local Dask cluster only when that pays
+#: (:func:`dask_pays`); ``in-process`` never starts a cluster; ``dask`` always does.
+EXECUTORS = ("auto", "in-process", "dask")
+
+#: Wall-clock seconds a local Dask cluster is assumed to take to start, with its
+#: worker processes importing flashsim, before it runs a point.  Measured on a
+#: 2-core machine under a load of ~10: 3 tiny points took 23.5 s on a 2-worker
+#: cluster against 6.7 s in this process, ~17 s of start-up; a quiet machine takes
+#: a few seconds, so ``auto`` errs towards staying in this process.
+DASK_STARTUP_S = 20.0
+
+
+def check_executor(executor: str, jobs: int | None, scheduler: str | None) -> None:
+    """Refuse an unknown executor, or one that contradicts ``--jobs``/``--scheduler``.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``--executor`` and what to give instead.
+    """
+    if executor not in EXECUTORS:
+        raise ConfigError("command line", "--executor", executor, "one of " + ", ".join(EXECUTORS))
+    if executor == "in-process" and scheduler is not None:
+        raise ConfigError(
+            "command line",
+            "--executor",
+            executor,
+            "auto or dask with --scheduler (the scheduler's workers run the points)",
+        )
+    if executor == "in-process" and jobs is not None and jobs > 1:
+        raise ConfigError(
+            "command line",
+            "--jobs",
+            jobs,
+            "1 or no --jobs with --executor in-process (it runs one point at a time here)",
+        )
+
+
+def dask_pays(
+    point_wall_s: Sequence[float],
+    remaining: int,
+    workers: int,
+    startup_s: float = DASK_STARTUP_S,
+) -> bool:
+    """Whether a new local Dask cluster would finish the remaining points sooner than this process.
+
+    Parameters
+    ----------
+    point_wall_s : sequence of float
+        Wall-clock seconds of the points this process ran so far (their median
+        is the estimate of a point's cost; with none, nothing is known and the
+        answer is no).
+    remaining : int
+        Points still to run.
+    workers : int
+        Worker processes the cluster would have.
+    startup_s : float
+        Wall-clock seconds the cluster takes to start (:data:`DASK_STARTUP_S`).
+
+    Returns
+    -------
+    bool
+        ``startup_s + ceil(remaining / workers) x cost < remaining x cost``.
+    """
+    if workers <= 1 or remaining <= 1 or not point_wall_s:
+        return False
+    cost_s = statistics.median(point_wall_s)
+    return startup_s + math.ceil(remaining / workers) * cost_s < remaining * cost_s
+
+
+def _run_auto(
+    scenario: str,
+    overrides: dict[str, str],
+    todo: list[SweepPoint],
+    store: _Store,
+    guard: _Guard,
+    bar: _Progress,
+    workers: int,
+    ran: list[str],
+) -> list[PointFailure]:
+    """Run points here, one at a time, until a local cluster would finish the rest sooner."""
+    failures: list[PointFailure] = []
+    times: list[float] = []
+    rest = list(todo)
+    while rest:
+        if dask_pays(times, len(rest), workers, DASK_STARTUP_S):
+            ran.append("dask")
+            return failures + _run_on_dask(
+                scenario, overrides, rest, store, guard, bar, workers, None
+            )
+        started = time.perf_counter()
+        failures += _run_in_process(scenario, overrides, rest[:1], store, guard, bar)
+        times.append(time.perf_counter() - started)
+        rest = rest[1:]
+    return failures
+
+
 # --------------------------------------------------------------------- sweep
 def run_sweep(
     scenario: str | Path,
@@ -647,6 +789,7 @@ def run_sweep(
     overwrite: bool = False,
     scheduler: str | None = None,
     max_wall_s: float | None = None,
+    executor: str = "auto",
 ) -> pd.DataFrame:
     """Run ``scenario`` at every point of ``axes`` and stack the results.
 
@@ -660,9 +803,9 @@ def run_sweep(
     overrides : mapping
         Overrides applied at every point.
     jobs : int
-        Local worker processes: 1 runs every point in this process (no
-        cluster); more start a Dask ``LocalCluster`` of that many (never more
-        than there are points).  Ignored with ``scheduler``.
+        Worker processes of a local Dask cluster (never more than there are
+        points); 1 runs every point in this process unless ``executor`` is
+        ``"dask"``.  Ignored with ``scheduler``.
     progress : bool
         Show a progress bar (points done, running, failed) on standard error.
     store : path, optional
@@ -677,14 +820,26 @@ def run_sweep(
         Address of a running Dask scheduler (``tcp://host:8786``) to run on.
     max_wall_s : float, optional
         Wall-clock limit in seconds; the sweep stops cleanly when it is reached.
+    executor : {"auto", "in-process", "dask"}
+        ``"auto"`` runs points in this process, one after the other, and moves
+        the remaining ones to a local Dask cluster of ``jobs`` workers once
+        their measured cost says it pays (:func:`dask_pays`; a few small points
+        never start one); ``"in-process"`` never starts a cluster; ``"dask"``
+        runs every point on one.  ``scheduler`` always runs on Dask.  The
+        results are the same, bit for bit, whichever runs them.
 
     Returns
     -------
     pandas.DataFrame
         One row per point and phase, in point order: ``point`` (index),
         ``point_key``, the phase
-        results, ``scenario``, ``seed``, a column per swept key, then
-        ``scenario_path``, ``overrides`` (JSON) and ``flashsim_version``.
+        results, ``scenario``, ``seed``, what limited the phase
+        (:data:`flashsim.sweep_limits.LIMIT_COLUMNS`: ``bottleneck``,
+        ``bottleneck_kind``, ``bottleneck_utilization``, ...), a column per
+        swept key, then ``scenario_path``, ``overrides`` (JSON) and
+        ``flashsim_version``.  ``frame.attrs["executor"]`` says where the
+        points ran: ``"in-process"``, ``"dask"`` or ``"in-process+dask"``
+        (``"none"`` when every point was already in the store).
 
     Raises
     ------
@@ -698,6 +853,7 @@ def run_sweep(
     path = Path(scenario)
     base = dict(overrides)
     check_axes(axes, base)
+    check_executor(executor, None, scheduler)  # (``jobs`` is unused in this process)
     points = make_points(axes, base)
     model = _validate_points(path, base, axes)
     if max_wall_s is not None and not max_wall_s > 0:
@@ -712,36 +868,26 @@ def run_sweep(
         "axes": [[key, list(values)] for key, values in axes],
         "points": len(points),
     }
+    run = _Run(jobs, progress, scheduler, max_wall_s, executor)
     if store is None:
         with tempfile.TemporaryDirectory(prefix="flashsim-sweep-") as tmp:
             return _sweep_into(
-                path,
-                base,
-                points,
-                _Store(Path(tmp)),
-                manifest,
-                False,
-                True,
-                jobs,
-                progress,
-                scheduler,
-                max_wall_s,
-                keep=False,
+                path, base, points, _Store(Path(tmp)), manifest, False, True, run, keep=False
             )
     return _sweep_into(
-        path,
-        base,
-        points,
-        _Store(Path(store)),
-        manifest,
-        resume,
-        overwrite,
-        jobs,
-        progress,
-        scheduler,
-        max_wall_s,
-        keep=True,
+        path, base, points, _Store(Path(store)), manifest, resume, overwrite, run, keep=True
     )
+
+
+@dataclass(frozen=True)
+class _Run:
+    """How to run a sweep's points (the arguments of :func:`run_sweep` of that name)."""
+
+    jobs: int
+    progress: bool
+    scheduler: str | None
+    max_wall_s: float | None
+    executor: str
 
 
 def _sweep_into(
@@ -752,42 +898,45 @@ def _sweep_into(
     manifest: dict[str, Any],
     resume: bool,
     overwrite: bool,
-    jobs: int,
-    progress: bool,
-    scheduler: str | None,
-    max_wall_s: float | None,
+    run: _Run,
     keep: bool,
 ) -> pd.DataFrame:
     done = store.prepare(manifest, resume, overwrite)
     todo = [p for p in points if p.key not in done]
     scenario = str(path.resolve())
-    guard = _Guard(max_wall_s)
-    bar = _Progress(len(points), len(points) - len(todo), progress)
+    guard = _Guard(run.max_wall_s)
+    bar = _Progress(len(points), len(points) - len(todo), run.progress)
     failures: list[PointFailure] = []
+    workers = min(run.jobs, len(todo))
+    ran: list[str] = []
+    kept = store.path if keep else None
     try:
+        # The signal handlers are installed inside this ``try``: a limit that fires at once
+        # (``--max-wall 1e-9``) stops the sweep like any other.
         with _signals(guard):
-            try:
-                if not todo:
-                    pass
-                elif scheduler is None and min(jobs, len(todo)) <= 1:
-                    failures = _run_in_process(scenario, base, todo, store, guard, bar)
-                else:
-                    workers = min(jobs, len(todo))
-                    failures = _run_on_dask(
-                        scenario, base, todo, store, guard, bar, workers, scheduler
-                    )
-            except _Stop as stop:
-                finished = len(store.done_keys() & {p.key for p in points})
-                raise SweepStoppedError(
-                    stop.reason,
-                    stop.exit_status,
-                    finished,
-                    len(points),
-                    store.path if keep else None,
-                ) from None
+            if not todo:
+                pass
+            elif run.scheduler is not None or run.executor == "dask":
+                ran.append("dask")
+                failures = _run_on_dask(
+                    scenario, base, todo, store, guard, bar, max(workers, 1), run.scheduler
+                )
+            elif run.executor == "in-process" or workers <= 1:
+                ran.append("in-process")
+                failures = _run_in_process(scenario, base, todo, store, guard, bar)
+            else:
+                ran.append("in-process")
+                failures = _run_auto(scenario, base, todo, store, guard, bar, workers, ran)
+    except _Stop as stop:
+        finished = len(store.done_keys() & {p.key for p in points})
+        raise SweepStoppedError(
+            stop.reason, stop.exit_status, finished, len(points), kept
+        ) from None
     finally:
         bar.close()
     if failures:
         finished = len(store.done_keys() & {p.key for p in points})
-        raise SweepFailedError(failures, finished, len(points), store.path if keep else None)
-    return read_store(store.path)
+        raise SweepFailedError(failures, finished, len(points), kept)
+    frame = read_store(store.path)
+    frame.attrs["executor"] = "+".join(ran) or "none"
+    return frame

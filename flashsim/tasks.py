@@ -144,12 +144,22 @@ def run_tasks(
 
 
 def dask_setup(worker: Any) -> None:
-    """Dask preload hook of the local cluster's workers: ignore SIGINT.
+    """Dask preload hook of the local cluster's workers: ignore SIGINT; no named semaphores.
 
     A Ctrl-C in a terminal reaches every process of the foreground group; the
     workers leave it to the sweep (or study) in the parent, which cancels the
     points and shuts them down.
+
+    A worker still running a point when the cluster shuts down is terminated
+    (a simulation cannot be cancelled mid-run).  tqdm's default lock is a
+    ``multiprocessing`` semaphore with a name (workers are spawned), which a
+    terminated process never unlinks, so the parent's resource tracker would
+    print "There appear to be 1 leaked semaphore objects" after the sweep's
+    one line.  A worker's progress bars are never shown, so a thread lock does.
     """
+    from tqdm import tqdm
+
+    tqdm.set_lock(threading.RLock())
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)
 
