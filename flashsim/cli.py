@@ -3,12 +3,17 @@
 Every command takes ``--json`` for machines.  A bad file or value prints one
 ``error:`` line naming the file, key, value and what was expected, and exits
 with status 2; ``validate`` exits 1 when a record fails.
+
+This module imports only click and light modules at the top: each command
+imports the machinery it needs (pydantic schemas, the simulator, pandas, Dask)
+inside its body, so ``flashsim --help`` starts at once (tests/test_imports.py).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import traceback
 import warnings
 from collections.abc import Callable, Sequence
 from functools import partial, wraps
@@ -17,7 +22,7 @@ from typing import Any, TypeVar
 
 import click
 
-from flashsim.config import MISSING, ConfigError, ModelWarning, parse_override
+from flashsim.errors import MISSING, ConfigError, ModelWarning
 from flashsim.units import UnitError, parse_quantity
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,8 +68,8 @@ def _clean_errors(func: F) -> F:
     """Map user errors to one ``error:`` line and exit 2, other exceptions to exit 3.
 
     :class:`ConfigError`/:class:`UnitError` are a user's bad input; any other
-    exception is a flashsim bug: one line says so (exit 3) unless ``--debug``
-    asks for the traceback.  Model warnings are printed once each.
+    exception is a flashsim bug: one line says so (exit 3).  ``--debug`` adds
+    the traceback and keeps the exit status.  Model warnings are printed once each.
     """
 
     @wraps(func)
@@ -76,13 +81,16 @@ def _clean_errors(func: F) -> F:
                 warnings.showwarning = partial(_show_warning, seen=seen)
                 return func(*args, **kwargs)
         except (ConfigError, UnitError) as exc:
+            if _debug():
+                traceback.print_exc()
             click.echo(f"error: {exc}", err=True)
             sys.exit(2)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except Exception as exc:
             if _debug():
-                raise
+                traceback.print_exc()
+                sys.exit(3)
             first = str(exc).splitlines()[0][:200] if str(exc) else ""
             click.echo(
                 f"error: internal error ({type(exc).__name__}: {first}); this is a flashsim "
@@ -95,6 +103,8 @@ def _clean_errors(func: F) -> F:
 
 
 def _overrides(pairs: Sequence[str]) -> dict[str, str]:
+    from flashsim.config import parse_override
+
     return dict(parse_override(p) for p in pairs)
 
 
@@ -110,8 +120,8 @@ def _json_default(value: Any) -> Any:
 
 SET_HELP = (
     "Override a value: KEY=VALUE with a dotted key (scenario keys as written, model keys "
-    "with a 'system.' prefix; list elements by index or name), units allowed: "
-    "--set system.stages.nic.bandwidth='400 Gb/s' --set phases.iops.streams=16"
+    "with a 'system.' prefix, as in every command; list elements by index or name), units "
+    "allowed: --set system.stages.nic.bandwidth='400 Gb/s' --set phases.iops.streams=16"
 )
 
 
@@ -135,7 +145,8 @@ def max_wall_option(help_text: str) -> Callable[[F], F]:
     "--debug",
     is_flag=True,
     envvar="FLASHSIM_DEBUG",
-    help="Show the Python traceback of an internal error (exit 3) instead of one line.",
+    help="Also show the Python traceback of an error; the exit status stays the same (3 for "
+    "an internal error, 2 for a bad input).",
 )
 def main(debug: bool) -> None:
     """flashsim: simulate tiered all-flash HPC storage systems."""
@@ -342,14 +353,23 @@ def validate_cmd(as_json: bool, only: str, directory: Path) -> None:
 @main.command()
 @click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON.")
-@click.option("--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a model value.")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a model value, spelled as for run, sweep and replay: "
+    "--set system.oss.count=4 (the 'system.' prefix may be left out here: describe reads "
+    "only a model).",
+)
 @_clean_errors
 def describe(model: Path, as_json: bool, sets: Sequence[str]) -> None:
     """Component counts and each layer's theoretical peak; names the bottleneck."""
+    from flashsim.config import model_overrides
     from flashsim.measure.report import format_description
     from flashsim.scenario import load_system_model
 
-    loaded = load_system_model(model, _overrides(sets))
+    loaded = load_system_model(model, model_overrides(_overrides(sets)))
     description = loaded.kind.describe(loaded.model)
     if as_json:
         click.echo(_dumps(description.to_dict()))
@@ -503,6 +523,8 @@ def sweep(
 
 def _sweep_axes(varies: Sequence[str]) -> list[tuple[str, list[str]]]:
     """``--vary KEY=V1,V2,...`` options as ``(key, values)`` axes."""
+    from flashsim.config import parse_override
+
     axes: list[tuple[str, list[str]]] = []
     for text in varies:
         key, raw = parse_override(text)

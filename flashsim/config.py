@@ -8,12 +8,11 @@ CLI prints it on one line and exits with status 2.
 
 from __future__ import annotations
 
+import copy
 import re
 import stat
 import tomllib
-import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin, overload
 
@@ -27,58 +26,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+# The error types live in flashsim.errors (no pydantic); this module re-exports them.
+from flashsim.errors import MISSING as MISSING
+from flashsim.errors import ConfigError as ConfigError
+from flashsim.errors import ModelWarning as ModelWarning
+from flashsim.errors import warn as warn
 from flashsim.units import Dimension, UnitError, parse_quantity
-
-
-@dataclass
-class ConfigError(Exception):
-    """A bad model, scenario or command-line value.
-
-    Attributes
-    ----------
-    path : str
-        The file (or ``"--set"`` / ``"command line"``) the value came from.
-    key : str
-        Dotted key of the value, e.g. ``oss.nic.ports``.
-    value : object
-        The offending value as written.
-    expected : str
-        What would have been accepted.
-    """
-
-    path: str
-    key: str
-    value: object
-    expected: str
-
-    def __str__(self) -> str:
-        parts = [self.path] if self.path else []
-        if self.key:
-            shown = _show(self.value)
-            parts.append(f"key '{self.key}'" + (f" = {shown}" if shown else ""))
-        return ": ".join([*parts, self.expected])
-
-
-def _show(value: object) -> str:
-    if value is MISSING:
-        return ""
-    if isinstance(value, int) and value.bit_length() > 256:
-        return f"<an integer of ~{int(value.bit_length() * 0.30103) + 1} digits>"
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
-#: Marks a ConfigError that has no value to show (a missing key or file).
-MISSING = object()
-
-
-class ModelWarning(UserWarning):
-    """A value that is accepted but not modelled; the CLI prints each once as ``warning:``."""
-
-
-def warn(message: str) -> None:
-    """Warn (once per message in the CLI) that an accepted value is not modelled, and why."""
-    warnings.warn(message, ModelWarning, stacklevel=2)
 
 
 # ---------------------------------------------------------------- quantity types
@@ -469,8 +422,41 @@ def parse_override(text: str) -> tuple[str, str]:
     """Split a ``key=value`` command-line override."""
     key, sep, value = text.partition("=")
     if not sep or not key.strip():
-        raise ConfigError("--set", text, MISSING, "expected key=value, e.g. oss.nic.ports=4")
+        raise ConfigError("--set", text, MISSING, "expected key=value, e.g. system.oss.nic.ports=4")
     return key.strip(), value.strip()
+
+
+#: The prefix of a model key on the command line (``--set system.oss.count=4``).
+MODEL_PREFIX = "system."
+
+
+def model_overrides(overrides: Mapping[str, str]) -> dict[str, str]:
+    """``--set`` pairs for a model file alone (``flashsim describe``), as model keys.
+
+    The spelling is the one every command takes, ``system.oss.count``; the
+    prefix may be left out (``oss.count``) since only a model is read, and no
+    model has a top-level key ``system`` that it could be confused with.
+    """
+    return {k.removeprefix(MODEL_PREFIX): v for k, v in overrides.items()}
+
+
+def dotted_keys(table: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A TOML table as dotted key -> value pairs, nested tables flattened.
+
+    ``{"fabric": {"background": [...]}}`` (TOML's ``fabric.background = [...]``)
+    and ``{"fabric.background": [...]}`` (a quoted key) give the same pair, so a
+    table in a scenario's ``system_set`` sets the keys it names and leaves the
+    model's other keys as they are; arrays (of tables too) and plain values
+    replace what the model has.
+    """
+    pairs: dict[str, Any] = {}
+    for key, value in table.items():
+        dotted = f"{prefix}{key}"
+        if isinstance(value, Mapping) and value:
+            pairs.update(dotted_keys(value, f"{dotted}."))
+        else:
+            pairs[dotted] = value
+    return pairs
 
 
 def _toml_value(text: str) -> object:
@@ -480,20 +466,26 @@ def _toml_value(text: str) -> object:
         return text  # a bare unit string such as 200 Gb/s
 
 
-def apply_overrides(data: dict[str, Any], overrides: Mapping[str, str], path: str) -> None:
+def apply_overrides(data: dict[str, Any], overrides: Mapping[str, object], path: str) -> None:
     """Set dotted ``key -> value`` pairs in a loaded file, in place.
 
-    Values are read as TOML literals (``8``, ``true``, ``"x"``) and otherwise
-    kept as strings (``200 Gb/s``).  A list element is addressed by its index
+    String values (``--set`` text) are read as TOML literals (``8``, ``true``,
+    ``"x"``, ``[{ name = "a" }]``) and otherwise kept as strings (``200 Gb/s``);
+    other values (a scenario's ``system_set``: numbers, booleans, arrays,
+    tables) are set as they are.  A list element is addressed by its index
     or by the value of its ``name`` key (``phases.write.ranks=8``).  A key
     inside a component named by a ``.toml`` path (``oss.drive.overprovisioning``)
     sets it in a copy of that file, read relative to ``path``; other
     components using the file keep it as it is.
     """
     for key, raw in overrides.items():
-        too_long = long_literal(raw)
-        if too_long is not None:
-            raise ConfigError(f"{path} (--set)", key, raw, too_long)
+        if isinstance(raw, str):
+            too_long = long_literal(raw)
+            if too_long is not None:
+                raise ConfigError(f"{path} (--set)", key, raw, too_long)
+            value = _toml_value(raw)
+        else:
+            value = copy.deepcopy(raw)
         parts = key.split(".")
         node: Any = data
         for depth, part in enumerate(parts):
@@ -506,12 +498,12 @@ def apply_overrides(data: dict[str, Any], overrides: Mapping[str, str], path: st
                         f"{path} (--set)", where, raw, "no list element with that index or name"
                     )
                 if last:
-                    node[index] = _toml_value(raw)
+                    node[index] = value
                 else:
                     node = node[index]
             elif isinstance(node, dict):
                 if last:
-                    node[part] = _toml_value(raw)
+                    node[part] = value
                 else:
                     child = node.setdefault(part, {})
                     if isinstance(child, str) and child.endswith(".toml"):

@@ -22,9 +22,11 @@ from pydantic import Field
 
 from flashsim.config import (
     MISSING,
+    MODEL_PREFIX,
     ConfigError,
     StrictModel,
     apply_overrides,
+    dotted_keys,
     load_toml,
     validate,
 )
@@ -42,12 +44,14 @@ class ScenarioFile(StrictModel):
     name: str = Field(description="Scenario name, for reports.")
     description: str = Field("", description="Free text, for reports.")
     system: str = Field(description="Path of the model file, relative to this scenario file.")
-    system_set: dict[str, str | int | float | bool] = Field(
+    system_set: dict[str, Any] = Field(
         default_factory=dict,
         description=(
             "Model-file keys this scenario changes, as dotted keys (the same as "
-            '`--set system.<key>=...`), e.g. `{ "client.placement.policy" = "spread" }`; '
-            "`--set system.<key>` on the command line wins."
+            '`--set system.<key>=...`) with TOML values, e.g. `{ "client.placement.policy" = '
+            '"spread" }` or `"fabric.background" = [{ name = "alltoall", ... }]` (an array of '
+            "tables); a nested table sets the keys it names; `--set system.<key>` on the "
+            "command line wins."
         ),
     )
     seed: Annotated[int, Field(ge=0)] = Field(
@@ -85,14 +89,29 @@ def split_overrides(overrides: Mapping[str, str]) -> tuple[dict[str, str], dict[
     model: dict[str, str] = {}
     scenario: dict[str, str] = {}
     for key, value in overrides.items():
-        if key.startswith("system."):
-            model[key[len("system.") :]] = value
+        if key.startswith(MODEL_PREFIX):
+            model[key.removeprefix(MODEL_PREFIX)] = value
         else:
             scenario[key] = value
     return model, scenario
 
 
-def load_system_model(path: str | Path, overrides: Mapping[str, str] = {}) -> LoadedModel:
+def _check_scenario_keys(overrides: Mapping[str, str], path: Path) -> None:
+    """Refuse a ``--set`` key that is no scenario key, naming the model spelling if it is one."""
+    for key, value in overrides.items():
+        top = key.split(".")[0]
+        if top not in ScenarioFile.model_fields:
+            allowed = ", ".join(sorted(ScenarioFile.model_fields))
+            raise ConfigError(
+                f"{path} (--set)",
+                key,
+                value,
+                f"not a scenario key (expected one of: {allowed}); a key of the model file is "
+                f"written with the prefix 'system.', e.g. --set {MODEL_PREFIX}{key}={value}",
+            )
+
+
+def load_system_model(path: str | Path, overrides: Mapping[str, object] = {}) -> LoadedModel:
     """Load and validate a model file, choosing the schema by its ``kind``."""
     p = Path(path)
     data = load_toml(p)
@@ -110,13 +129,6 @@ def load_system_model(path: str | Path, overrides: Mapping[str, str] = {}) -> Lo
         key, _, message = str(exc).partition(": ")
         raise ConfigError(str(p), key, _resolve(data, key), message or str(exc)) from None
     return LoadedModel(p, kind, model)
-
-
-def _as_literal(value: str | float | bool) -> str:
-    """A ``system_set`` value as the ``--set`` text that means the same."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _resolve(data: Mapping[str, Any], key: str) -> object:
@@ -145,12 +157,13 @@ def scenario_from_data(
     ``flashsim replay`` builds its one-phase scenario this way.
     """
     model_over, scenario_over = split_overrides(overrides)
+    _check_scenario_keys(scenario_over, p)
     apply_overrides(data, scenario_over, str(p))
     spec = validate(ScenarioFile, data, p)
     system_path = (p.parent / spec.system).resolve()
     if not system_path.exists():
         raise ConfigError(str(p), "system", spec.system, f"model file {system_path} not found")
-    model_set = {k: _as_literal(v) for k, v in spec.system_set.items()}
+    model_set: dict[str, object] = dotted_keys(spec.system_set)
     model_set.update(model_over)
     system = load_system_model(system_path, model_set)
     phases = [

@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
-
-import pint
 
 #: Binary byte multiples, for code that builds sizes (files use unit strings).
 KIB = 2.0**10
@@ -96,15 +95,211 @@ def _check_text(text: str) -> None:
 
 @lru_cache(maxsize=1)
 def registry() -> Any:
-    """The flashsim unit registry (built once per process, never mutated after)."""
+    """The flashsim unit registry (built once per process, never mutated after).
+
+    pint is imported here, on first use: it costs about a second of start-up
+    (it probes for NumPy, Dask, Babel ...), and :func:`_fast_magnitude` reads
+    the common unit strings without it.
+    """
+    import pint
+
     reg: Any = pint.UnitRegistry(None, autoconvert_offset_to_baseunit=False)
     for line in _DEFINITIONS.strip().splitlines():
         reg.define(line.strip())
     return reg
 
 
+# ------------------------------------------------------------ fast path
+# The units of _DEFINITIONS as pint holds them: scale, reference (unit -> exponent)
+# and dimension (information, time, operations exponents).  Base units have no scale.
+_Scale = int | float
+
+
+@dataclass(frozen=True)
+class _Unit:
+    scale: _Scale | None  # None for a base unit
+    reference: tuple[tuple[str, int], ...]
+    dims: tuple[int, int, int]
+
+
+_BASE_UNITS: dict[str, _Unit] = {
+    "second": _Unit(None, (), (0, 1, 0)),
+    "byte": _Unit(None, (), (1, 0, 0)),
+    "operation": _Unit(None, (), (0, 0, 1)),
+    "minute": _Unit(60, (("second", 1),), (0, 1, 0)),
+    "hour": _Unit(60, (("minute", 1),), (0, 1, 0)),
+    "day": _Unit(24, (("hour", 1),), (0, 1, 0)),
+    "week": _Unit(7, (("day", 1),), (0, 1, 0)),
+    "year": _Unit(365, (("day", 1),), (0, 1, 0)),
+    "bit": _Unit(0.125, (("byte", 1),), (1, 0, 0)),
+    "IOPS": _Unit(1.0, (("operation", 1), ("second", -1)), (0, -1, 1)),
+    "percent": _Unit(0.01, (), (0, 0, 0)),
+}
+
+#: Spellings of each unit (name first) and of each prefix, as _DEFINITIONS declares them.
+_UNIT_SPELLINGS: dict[str, tuple[str, ...]] = {
+    "second": ("second", "s", "sec"),
+    "minute": ("minute", "min"),
+    "hour": ("hour", "h"),
+    "day": ("day",),
+    "week": ("week",),
+    "year": ("year", "yr"),
+    "byte": ("byte", "B"),
+    "bit": ("bit", "b"),
+    "operation": ("operation", "op", "ops", "IO", "IOs"),
+    "IOPS": ("IOPS",),
+}
+_PREFIXES: dict[str, tuple[_Scale, tuple[str, ...]]] = {
+    "yocto": (1e-24, ("y",)),
+    "zepto": (1e-21, ("z",)),
+    "atto": (1e-18, ("a",)),
+    "femto": (1e-15, ("f",)),
+    "pico": (1e-12, ("p",)),
+    "nano": (1e-9, ("n",)),
+    "micro": (1e-6, ("u", "µ", "μ")),
+    "milli": (1e-3, ("m",)),
+    "kilo": (1e3, ("k", "K")),
+    "mega": (1e6, ("M",)),
+    "giga": (1e9, ("G",)),
+    "tera": (1e12, ("T",)),
+    "peta": (1e15, ("P",)),
+    "exa": (1e18, ("E",)),
+    "kibi": (2**10, ("Ki",)),
+    "mebi": (2**20, ("Mi",)),
+    "gibi": (2**30, ("Gi",)),
+    "tebi": (2**40, ("Ti",)),
+    "pebi": (2**50, ("Pi",)),
+    "exbi": (2**60, ("Ei",)),
+}
+
+
+@lru_cache(maxsize=1)
+def _fast_units() -> dict[str, tuple[str, _Scale | None]]:
+    """Every unit spelling the fast path reads -> (unit, prefix scale or ``None``).
+
+    A unit's name, symbol or alias, with or without one prefix (name or
+    symbol), plus the plural of a name (``bytes``, ``kilobytes``); ``%`` and
+    ``percent`` without prefix.  Other spellings go to pint.
+    """
+    table: dict[str, tuple[str, _Scale | None]] = {"%": ("percent", None)}
+    table["percent"] = ("percent", None)
+    for unit, spellings in _UNIT_SPELLINGS.items():
+        names = [*spellings, spellings[0] + "s"]
+        for name in names:
+            table[name] = (unit, None)
+        for prefix, (scale, symbols) in _PREFIXES.items():
+            for p in (prefix, *symbols):
+                for name in names:
+                    table[p + name] = (unit, scale)
+    return table
+
+
+_FAST_QUANTITY = re.compile(
+    r"\s*(?P<number>(?:0|[1-9][0-9]*)(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?)"
+    r"\s*(?P<over>[A-Za-z%µμ]+)?(?:\s*/\s*(?P<under>[A-Za-z%µμ]+))?\s*"
+)
+
+_FAST_DIMS: dict[str, tuple[tuple[int, int, int], ...]] = {
+    "bytes": ((1, 0, 0),),
+    "bandwidth": ((1, -1, 0),),
+    "time": ((0, 1, 0),),
+    "rate": ((0, -1, 0), (0, -1, 1)),
+    "fraction": ((0, 0, 0),),
+}
+
+
+def _root_factor(units: list[tuple[str, _Scale | None, int]]) -> _Scale:
+    """The factor to base units of ``(unit, prefix scale, exponent)`` terms, as pint computes it.
+
+    A port of ``pint``'s ``_get_root_units``: scales are collected by value
+    into a numerator and a denominator (equal scales cancel), then multiplied
+    in that order, so the product is bit-identical to pint's.
+    """
+    numerator: dict[_Scale, int] = {}
+    denominator: dict[_Scale, int] = {}
+
+    def add(scale: _Scale, exponent: int) -> None:
+        if exponent < 0:
+            denominator[scale] = denominator.get(scale, 0) - exponent
+        else:
+            numerator[scale] = numerator.get(scale, 0) + exponent
+
+    def recurse(unit: str, exponent: int) -> None:
+        definition = _BASE_UNITS[unit]
+        if definition.scale is None:
+            return
+        add(definition.scale, exponent)
+        for child, power in definition.reference:
+            recurse(child, exponent * power)
+
+    for unit, prefix, exponent in units:
+        if prefix is None:
+            recurse(unit, exponent)
+        else:  # a prefixed unit is a unit of the prefix's scale referring to the unit
+            add(prefix, exponent)
+            recurse(unit, exponent)
+    while any(scale in denominator for scale in numerator):
+        for scale, power in numerator.items():
+            if scale in denominator and power >= denominator[scale]:
+                numerator[scale] -= denominator.pop(scale)
+        for scale, power in denominator.items():
+            if scale in numerator and power >= numerator[scale]:
+                denominator[scale] -= numerator.pop(scale)
+    factor: _Scale = 1
+    for scale, power in numerator.items():
+        if power != 0:
+            factor *= scale**power
+    for scale, power in denominator.items():
+        if power != 0:
+            factor *= scale**-power
+    return factor
+
+
+def _fast_magnitude(text: str, dimension: str) -> float | None:
+    """``text`` in SI units without pint, or ``None`` when pint must read it.
+
+    Reads ``NUMBER [UNIT] [/ UNIT]`` with the units of :func:`_fast_units`
+    when the result has the expected dimension, and gives the same float as
+    pint (tests/test_units.py compares the two over every spelling).  Anything
+    else, including every error, is left to pint and its messages.
+    """
+    match = _FAST_QUANTITY.fullmatch(text)
+    if match is None:
+        return None
+    table = _fast_units()
+    terms: list[tuple[str, _Scale | None, int]] = []
+    for group, exponent in (("over", 1), ("under", -1)):
+        name = match.group(group)
+        if name is not None:
+            if name not in table:
+                return None
+            unit, prefix = table[name]
+            terms.append((unit, prefix, exponent))
+    dims = tuple(
+        sum(_BASE_UNITS[unit].dims[axis] * exponent for unit, _, exponent in terms)
+        for axis in range(3)
+    )
+    if dims not in _FAST_DIMS[dimension]:
+        return None
+    number = match.group("number")
+    magnitude: _Scale = int(number) if number.isdigit() else float(number)
+    # pint divides the magnitude by 1 for a unit under '/', and by 'operation'
+    # for an operation rate: true division makes it a float.
+    if match.group("under") is not None or dims[2] == 1:
+        magnitude = magnitude / 1
+    if dims[2] == 1:
+        terms.append(("operation", None, -1))
+    return float(magnitude * _root_factor(terms))
+
+
 def _base_magnitude(text: str, dimension: str) -> float:
     _check_text(text)
+    fast = _fast_magnitude(text, dimension)
+    return fast if fast is not None else _pint_magnitude(text, dimension)
+
+
+def _pint_magnitude(text: str, dimension: str) -> float:
+    """``text`` of a dimension of :data:`_EXPECTED` read by pint, in SI units."""
     reg: Any = registry()
     want, example = _EXPECTED[dimension]
     try:
@@ -117,6 +312,18 @@ def _base_magnitude(text: str, dimension: str) -> float:
     if not quantity.check(want):
         raise UnitError(f"{text!r} has units of {quantity.units}; expected {example}")
     return float(quantity.to_base_units().magnitude)
+
+
+def _pint_fraction(text: str) -> float:
+    """A dimensionless string (``"92.6 %"``) read by pint."""
+    reg: Any = registry()
+    try:
+        q: Any = reg.Quantity(text)
+    except Exception as exc:
+        raise UnitError(f'cannot read {text!r} as a fraction such as 0.9 or "90 %"') from exc
+    if not q.dimensionless:
+        raise UnitError(f"{text!r} has units of {q.units}; expected a fraction")
+    return float(q.to("dimensionless").magnitude)
 
 
 def parse_quantity(value: object, dimension: Dimension) -> float:
@@ -151,16 +358,8 @@ def parse_quantity(value: object, dimension: Dimension) -> float:
     elif dimension == "fraction":
         if isinstance(value, str):
             _check_text(value)
-            reg: Any = registry()
-            try:
-                q: Any = reg.Quantity(value)
-            except Exception as exc:
-                raise UnitError(
-                    f'cannot read {value!r} as a fraction such as 0.9 or "90 %"'
-                ) from exc
-            if not q.dimensionless:
-                raise UnitError(f"{value!r} has units of {q.units}; expected a fraction")
-            result = float(q.to("dimensionless").magnitude)
+            fast = _fast_magnitude(value, "fraction")
+            result = fast if fast is not None else _pint_fraction(value)
         elif isinstance(value, (int, float)):
             result = float(value)
         else:

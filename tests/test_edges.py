@@ -321,8 +321,9 @@ def test_internal_error_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch) 
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: internal error (KeyError"), lines
     assert "--debug" in lines[0]
-    debug = CliRunner().invoke(main, ["--debug", "run", "scenarios/examples/pipeline-streams.toml"])
-    assert isinstance(debug.exception, KeyError)  # raised, so Python prints the traceback
+    debug = cli("--debug", "run", "scenarios/examples/pipeline-streams.toml")
+    assert debug.exit_code == 3  # --debug shows the traceback and keeps the status
+    assert "Traceback" in debug.stderr and "KeyError: 'a flashsim bug'" in debug.stderr
 
 
 # ---------------------------------------------------------- bounded runs

@@ -447,7 +447,11 @@ def sections() -> list[tuple[str, str, list[Section]]]:
             "System models",
             "A model file (`models/systems/*.toml`) describes hardware; its `kind` picks the "
             "schema. On the command line, prefix a model key with `system.` "
-            "(`--set system.oss.count=4`).",
+            "(`--set system.oss.count=4`): `run`, `sweep`, `replay` and `describe` all take "
+            "this spelling (`describe`, which reads only a model, also takes the key without "
+            "the prefix; `run` refuses a model key without it and names the right spelling). "
+            "A scenario's `system_set` table takes the same keys without the prefix and TOML "
+            'values, arrays of tables included (`"fabric.background" = [{ name = "a", ... }]`).',
             systems,
         ),
         (

@@ -47,12 +47,14 @@ Perlmutter (the reference dragonfly) as a model-file table::
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-import networkx as nx
 from pydantic import Field, model_validator
 
 from flashsim.config import Bandwidth, Bytes, NonNegativeBandwidth, NonNegativeSeconds, StrictModel
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built, not at start-up
+    import networkx as nx
 
 #: A group's global id (index into :attr:`Fabric.group_names`).
 GroupId = int
@@ -309,6 +311,8 @@ class DragonflySpec(StrictModel):
                     f"intermediate_roles: role(={role!r}) has no groups "
                     f"(roles with groups: {known})"
                 )
+        import networkx as nx
+
         role_graph: nx.Graph[str] = nx.Graph()
         role_graph.add_nodes_from(roles)
         role_graph.add_edges_from(b.between for b in self.global_links)

@@ -31,7 +31,6 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy import linalg, stats
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -176,6 +175,8 @@ def markov_loss_probability(
     full[:-1, :-1] = q
     full[tolerance, tolerance + 1] = (width - tolerance) * lam
     # The absorption probability itself, not 1 - survival (no cancellation when it is tiny).
+    from scipy import linalg  # imported on use: SciPy costs ~1 s of start-up
+
     p_group = min(max(float(linalg.expm(full * horizon_s)[0, -1]), 0.0), 1.0)
     return float(-np.expm1(groups * np.log1p(-p_group))) if p_group < 1 else 1.0
 
@@ -226,6 +227,8 @@ class DataLossEstimate:
 
 def _rounds(lam_T: float, slots: int) -> int:
     """Failures per slot to simulate so that more is improbable (< 1e-9 overall)."""
+    from scipy import stats
+
     tail = 1e-9 / max(slots, 1)
     return int(stats.poisson.isf(tail, lam_T)) + 2
 
@@ -358,6 +361,8 @@ def _simulate_groups(
 
 def _clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Exact binomial confidence interval of ``k`` successes in ``n`` trials."""
+    from scipy import stats
+
     alpha = 1.0 - level
     lo = float(stats.beta.ppf(alpha / 2, k, n - k + 1)) if k > 0 else 0.0
     hi = float(stats.beta.ppf(1 - alpha / 2, k + 1, n - k)) if k < n else 1.0

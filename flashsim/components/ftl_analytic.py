@@ -52,7 +52,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.special import lambertw
 
 
 def _check_spare(spare_factor: float) -> float:
@@ -90,6 +89,8 @@ def greedy_wa_large_m(spare_factor: float) -> float:
     """
     sf = _check_spare(spare_factor)
     alpha = 1.0 / (1.0 - sf)
+    from scipy.special import lambertw  # imported on use: SciPy is slow to import
+
     w = float(lambertw(-alpha * math.exp(-alpha), 0).real)
     return alpha / (alpha + w)
 

@@ -49,7 +49,6 @@ import math
 from collections import deque
 
 import numpy as np
-from scipy.special import gammaln
 
 from flashsim.components.ftl import check_policy
 from flashsim.components.ftl_traffic import check_allocation
@@ -115,6 +114,8 @@ class FluidFtl:
         self._levels = np.arange(m + 1, dtype=np.float64)
         j = self._levels[:, None]
         i = self._levels[None, :]
+        from scipy.special import gammaln  # imported on use: SciPy is slow to import
+
         with np.errstate(invalid="ignore"):
             lg = gammaln(j + 1) - gammaln(i + 1) - gammaln(np.maximum(j - i, 0) + 1)
         self._lgc = np.where(i <= j, lg, -np.inf)

@@ -20,8 +20,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from flashsim.components.fabric_spec import (
     DragonflySpec,
@@ -29,6 +28,9 @@ from flashsim.components.fabric_spec import (
     GroupId,
     SwitchFabricSpec,
 )
+
+if TYPE_CHECKING:  # networkx is imported where a graph is built, not at start-up
+    import networkx as nx
 
 
 @dataclass(frozen=True)
@@ -201,6 +203,8 @@ class DragonflyTopology(Topology):
                 self.group_roles.append(kind.role)
                 self.group_capacity.append(kind.capacity)
                 self._routers.append(kind.routers)
+        import networkx as nx
+
         self.graph: nx.Graph[int] = nx.Graph()
         self.graph.add_nodes_from(range(self.n_groups))
         for bundle in spec.global_links:
@@ -238,6 +242,8 @@ class DragonflyTopology(Topology):
     def _minimal(self, a: GroupId, b: GroupId) -> list[Route]:
         if a == b:
             return [self._via([a])]
+        import networkx as nx
+
         return [self._via(list(p)) for p in nx.all_shortest_paths(self.graph, a, b)]
 
     def _nonminimal(self, a: GroupId, b: GroupId) -> list[Route]:
@@ -295,6 +301,8 @@ def max_flow_bound(
     what a fixed split achieves; it is exact for one source and destination
     group.  ``inf`` when some route crosses no bundle.
     """
+    import networkx as nx
+
     graph: nx.DiGraph[object] = nx.DiGraph()
     any_route = False
     for a, b, rs in routes:

@@ -25,14 +25,20 @@ Each component draws from its own stream, ``sim.rng(f"{name}.variability.{key}")
 from __future__ import annotations
 
 import math
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field, model_validator
-from scipy.stats import norm
 
 from flashsim.config import StrictModel
 from flashsim.engine.simulation import Simulation
+
+
+def _norm() -> Any:
+    """SciPy's standard normal, imported on first use (SciPy's stats cost ~0.5 s of start-up)."""
+    from scipy.stats import norm
+
+    return norm
 
 
 class _Clip(StrictModel):
@@ -79,7 +85,7 @@ class LognormalSpread(_Clip):
             return 0.0
         if self.sigma == 0:
             return 1.0 if x >= 1.0 else 0.0
-        return float(norm.cdf(math.log(x) / self.sigma))
+        return float(_norm().cdf(math.log(x) / self.sigma))
 
 
 class NormalSpread(_Clip):
@@ -104,7 +110,7 @@ class NormalSpread(_Clip):
         """P(unclipped factor <= ``x``)."""
         if self.sigma == 0:
             return 1.0 if x >= 1.0 else 0.0
-        return float(norm.cdf((x - 1.0) / self.sigma))
+        return float(_norm().cdf((x - 1.0) / self.sigma))
 
 
 class SlowTailSpread(_Clip):
@@ -151,7 +157,7 @@ class SlowTailSpread(_Clip):
             return 0.0
         if self.slow_sigma == 0:
             return 1.0 if x >= self.slow_median else 0.0
-        return float(norm.cdf((math.log(x) - math.log(self.slow_median)) / self.slow_sigma))
+        return float(_norm().cdf((math.log(x) - math.log(self.slow_median)) / self.slow_sigma))
 
     @property
     def main_mu(self) -> float:
@@ -159,7 +165,7 @@ class SlowTailSpread(_Clip):
         if self.sigma == 0 or self.fraction == 0:
             return 0.0
         target = (0.5 - self.fraction * self._slow_cdf(1.0)) / (1.0 - self.fraction)
-        return float(-self.sigma * norm.ppf(target))
+        return float(-self.sigma * _norm().ppf(target))
 
     def raw(self, rng: np.random.Generator) -> float:
         """One unclipped factor (two draws: membership, then the factor)."""
@@ -176,7 +182,7 @@ class SlowTailSpread(_Clip):
         if self.sigma == 0:
             main = 1.0 if x >= 1.0 else 0.0
         else:
-            main = float(norm.cdf((math.log(x) - self.main_mu) / self.sigma))
+            main = float(_norm().cdf((math.log(x) - self.main_mu) / self.sigma))
         return self.fraction * self._slow_cdf(x) + (1.0 - self.fraction) * main
 
 

@@ -8,11 +8,13 @@ differences into average throughputs per interval.
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import simpy
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built, not at start-up
+    import pandas as pd
 
 from flashsim.engine.flows import FlowNetwork, Resource
 
@@ -60,6 +62,8 @@ class ThroughputProbe:
 
     def to_dataframe(self) -> pd.DataFrame:
         """Long table: ``time_s`` (interval end), ``resource``, ``throughput_Bps``."""
+        import pandas as pd
+
         if len(self._times) < 2:
             return pd.DataFrame(columns=["time_s", "resource", "throughput_Bps"])
         t = np.asarray(self._times)

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-from scipy import stats
 
 
 @dataclass(frozen=True)
@@ -62,6 +61,8 @@ def batch_means(samples: npt.ArrayLike, n_batches: int = 20, confidence: float =
     if size == 0:
         return Estimate(float(x.mean()) if x.size else math.nan, math.inf, 0, confidence)
     means = x[: size * n_batches].reshape(n_batches, size).mean(axis=1)
+    from scipy import stats  # here, not at import: SciPy's stats cost ~0.5 s of start-up
+
     t = float(stats.t.ppf(0.5 + confidence / 2.0, n_batches - 1))
     halfwidth = t * float(means.std(ddof=1)) / math.sqrt(n_batches)
     return Estimate(float(means.mean()), halfwidth, n_batches, confidence)

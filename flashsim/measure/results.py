@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported by to_dataframe, not at start-up
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -260,6 +261,8 @@ class RunResult:
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per phase, scalar extras as columns."""
+        import pandas as pd
+
         rows = []
         for phase in self.phases:
             row = {

@@ -19,6 +19,7 @@ from flashsim.systems.lustre_fabric import client_slots, role_groups
 from flashsim.systems.lustre_fleet import FLEET_WORKLOADS, check_fleet_phase
 from flashsim.systems.lustre_io500 import check_io500_phase
 from flashsim.systems.lustre_model import LustreModel
+from flashsim.systems.lustre_phases import check_lnet_sources
 from flashsim.systems.lustre_rebuild import REBUILD_WORKLOADS, check_rebuild_phase
 from flashsim.workloads.ior import IorPhase
 from flashsim.workloads.jobs import check_placement
@@ -198,6 +199,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
                 "cross_group: the fabric has one I/O group, so no source sits in another; "
                 "set cross_group = false"
             )
+        check_lnet_sources(model, phase)
     elif workload == "lnet-survey":
         count = model.oss.count
         for i, src in enumerate(phase.sources or []):

@@ -13,12 +13,14 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field
 
+from flashsim.components.fabric_spec import DragonflySpec, FatTreeSpec, fabric_role
 from flashsim.components.nic import Direction
 from flashsim.config import Bytes, Seconds, StrictModel
 from flashsim.engine.flows import Flow, Resource
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_cost import op_cost
+from flashsim.systems.lustre_model import LustreModel
 
 OpKind = Literal["read", "write"]
 
@@ -244,24 +246,56 @@ def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
     )
 
 
+def server_groups(model: LustreModel) -> int:
+    """I/O groups the OSSes are dealt over, round robin (:meth:`LustreCore.server_group`).
+
+    Read from the model alone, so a phase can be checked before anything is built:
+    the ``io`` groups of a dragonfly (all its groups when none has that role),
+    the leaves of a fat tree, one group for a switch fabric.
+    """
+    fabric = model.fabric
+    if isinstance(fabric, DragonflySpec):
+        role = fabric_role(fabric, "io")
+        return sum(g.count for g in fabric.groups if role == "all" or g.role == role)
+    return fabric.leaves if isinstance(fabric, FatTreeSpec) else 1
+
+
+def lnet_candidates(n_oss: int, groups: int, sink: int, cross_group: bool) -> list[int]:
+    """The OSSes that may source an LNet test of ``sink``, in index order.
+
+    Those in another I/O group than the sink (``cross_group``) or in the same
+    one, OSS ``i`` sitting in group ``i % groups``.
+    """
+    return [i for i in range(n_oss) if i != sink and (i % groups != sink % groups) == cross_group]
+
+
+def check_lnet_sources(model: LustreModel, phase: LnetSelftestPhase) -> None:
+    """Refuse more ``sources`` than OSSes sit where the phase wants them (``ValueError``)."""
+    groups = server_groups(model)
+    found = len(lnet_candidates(model.oss.count, groups, phase.sink, phase.cross_group))
+    if phase.sources > found:
+        where = "another I/O group than" if phase.cross_group else "the I/O group of"
+        other = "cross_group = false" if phase.cross_group else "cross_group = true"
+        raise ValueError(
+            f"sources: {phase.sources} source OSSes needed in {where} the sink (OSS "
+            f"{phase.sink}), and the system has {found} there ({model.oss.count} OSSes dealt "
+            f"round robin over {groups} I/O groups); set sources to at most {found}, or {other}"
+        )
+
+
 def lnet_sources(system: LustreCore, phase: LnetSelftestPhase) -> list[int]:
     """The source OSSes of an LNet test: the first ``sources`` servers in another I/O group
-    than the sink (``cross_group``) or in the same one."""
-    n_oss = system.model.oss.count
+    than the sink (``cross_group``) or in the same one (:func:`check_lnet_sources` checked
+    that there are enough)."""
     sink_group = system.server_group(phase.sink)
-    found: list[int] = []
-    for i in range(n_oss):
-        if i == phase.sink:
-            continue
-        other = system.server_group(i) != sink_group
-        if other == phase.cross_group:
-            found.append(i)
-            if len(found) == phase.sources:
-                return found
-    where = "another I/O group" if phase.cross_group else "the sink's I/O group"
-    raise ValueError(
-        f"phase {phase.name!r}: needs {phase.sources} source OSSes in {where}, found {len(found)}"
-    )
+    found = [
+        i
+        for i in range(system.model.oss.count)
+        if i != phase.sink and (system.server_group(i) != sink_group) == phase.cross_group
+    ][: phase.sources]
+    if len(found) < phase.sources:  # pragma: no cover - check_lnet_sources refuses it first
+        raise RuntimeError(f"phase {phase.name!r}: {len(found)} source OSSes, not {phase.sources}")
+    return found
 
 
 def _lnet_transfer(

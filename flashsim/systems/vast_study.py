@@ -23,9 +23,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.systems.vast_model import VastModel
@@ -39,6 +37,9 @@ from flashsim.systems.vast_study_units import (
     size_unit,
     unit_seed,
 )
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built, not at start-up
+    import pandas as pd
 
 #: ``executor(func, arg_sets, progress)``: ``func(*args, tick)`` for each argument set, results
 #: in argument-set order (:func:`run_serial`, or :func:`flashsim.tasks.run_tasks`).
@@ -116,6 +117,7 @@ def run_units(
     for one Dask task each), which changes only how long the study takes:
     each unit seeds its own system from ``seed`` and its key.
     """
+    import pandas as pd
     from tqdm import tqdm
 
     show = bool(phase.progress) and sys.stderr.isatty()

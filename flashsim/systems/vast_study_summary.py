@@ -8,9 +8,12 @@ the validation records compare (bandwidths in GB/s, rates in IOPS, ratios).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported by the callers that build the frames, not at start-up
+    import pandas as pd
 
 
 def summarize_grid(df: pd.DataFrame) -> dict[str, float]:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built, not at start-up
+    import pandas as pd
 
 from flashsim.workloads.replay import JobTimes
 
@@ -91,6 +94,8 @@ def _recorded(times: pd.Series) -> float | None:
 
 def tally_job(times: JobTimes) -> JobTally:
     """Tally a job's run against its trace's counter records."""
+    import pandas as pd
+
     trace = times.job.trace
     tr = times.transfers
     records = trace.records

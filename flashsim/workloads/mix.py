@@ -73,7 +73,6 @@ from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BeforeValidator, Field, TypeAdapter, ValidationError, model_validator
-from scipy.special import ndtr, ndtri
 
 from flashsim.config import Bytes, Seconds, StrictModel, UnitFraction, field_error, quantity
 from flashsim.units import Dimension
@@ -89,6 +88,13 @@ from flashsim.workloads.trace import (
 # ------------------------------------------------------------------ distributions
 #: Parameters of a distribution table that carry the quantity's unit.
 _QUANTITY_KEYS = ("value", "mean", "median", "min", "max", "values")
+
+
+def _special() -> Any:
+    """SciPy's special functions, imported on first use (SciPy is slow to import)."""
+    import scipy.special
+
+    return scipy.special
 
 
 class _Dist(StrictModel):
@@ -227,7 +233,7 @@ class LognormalDist(_Dist):
             return 0.0
         if self.sigma == 0.0:
             return 1.0 if x >= self.median else 0.0
-        return float(ndtr(math.log(x / self.median) / self.sigma))
+        return float(_special().ndtr(math.log(x / self.median) / self.sigma))
 
     def sample(self, rng: np.random.Generator, size: int, upper: float = math.inf) -> FloatArray:
         """Inverse-CDF draws, truncated to ``min(max, upper)``."""
@@ -240,7 +246,7 @@ class LognormalDist(_Dist):
             rng,
             size,
             self._cdf,
-            lambda u: self.median * np.exp(self.sigma * ndtri(np.maximum(u, 1e-300))),
+            lambda u: self.median * np.exp(self.sigma * _special().ndtri(np.maximum(u, 1e-300))),
             top,
         )
 
@@ -251,6 +257,7 @@ class LognormalDist(_Dist):
         if self.max is None or s == 0.0:
             return full if s > 0.0 or self.max is None else min(m, self.max)
         z = math.log(self.max / m) / s
+        ndtr = _special().ndtr
         return full * float(ndtr(z - s)) / float(ndtr(z))
 
 

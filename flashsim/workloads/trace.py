@@ -18,10 +18,12 @@ counters) is a group-by, not a promise.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where a frame is built, not at start-up
+    import pandas as pd
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 FloatArray = np.ndarray[Any, np.dtype[np.float64]]
@@ -207,6 +209,8 @@ class JobTrace:
         Equal to ``records[["reads", "writes", "bytes_read", "bytes_written"]]``
         when the trace conserves its source (tested for every example log).
         """
+        import pandas as pd
+
         ops = self.ops
         n = len(self.records)
         w = ops.write
@@ -226,6 +230,8 @@ def records_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
     Missing numeric columns default to 0 (counts) or NaN (times).
     """
+    import pandas as pd
+
     frame = pd.DataFrame(rows, columns=list(RECORD_COLUMNS))
     for col in ("reads", "writes", "opens", "file", "rank"):
         frame[col] = frame[col].fillna(0).astype(np.int64)
