@@ -70,3 +70,29 @@ def test_a_failure_is_reported_when_formatting_hits_the_ast_race(
     assert "PluggyTeardownRaisedWarning" not in out
     result.assert_outcomes(failed=1)
     assert "assert 6 * 7 == 41" in out
+
+
+SEES_THE_LOAD = """
+import os, sys
+pids = [int(p) for p in os.environ["WITH_CPU_LOAD_PIDS"].split()]
+for pid in pids:
+    os.kill(pid, 0)  # running beside this command
+sys.exit(3 if len(pids) == 2 else 1)
+"""
+
+
+def test_cpu_load_runs_beside_the_command_and_stops_with_it() -> None:
+    """tools/with_cpu_load.py (make test-loaded): two busy processes while the command runs,
+    its exit status passed on, none left once it returns."""
+    tool = [sys.executable, str(ROOT / "tools" / "with_cpu_load.py"), "--procs", "2", "--"]
+    out = subprocess.run(
+        [*tool, sys.executable, "-c", SEES_THE_LOAD],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 3, out.stderr
+    pids = [int(p) for p in out.stderr.split("(pids ")[1].split(")")[0].split()]
+    assert len(pids) == 2
+    for pid in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
