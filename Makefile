@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: validate test test-slow bench lint readme reference clean
+.PHONY: validate test test-loaded test-slow bench lint readme reference clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -17,8 +17,15 @@ $(STAMP): pyproject.toml | $(BIN)/python
 validate: $(STAMP)
 	$(BIN)/flashsim validate
 
+# The suite `make test` runs; `make test-loaded` runs the same beside two busy processes
+# (tools/with_cpu_load.py), as on a shared machine: tests bound their work, not their wall time.
+TEST_ARGS := -q -m "not slow" -n 2 tests
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -n 2 tests
+	$(BIN)/python -m pytest $(TEST_ARGS)
+
+test-loaded: $(STAMP)
+	$(BIN)/python tools/with_cpu_load.py --procs 2 -- $(BIN)/python -m pytest $(TEST_ARGS)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow tests

@@ -56,6 +56,7 @@ def test_rejects_with_a_clear_reason(text: object, dimension, message: str) -> N
         parse_quantity(text, dimension)
 
 
+@settings(max_examples=100)
 @given(st.floats(1e-6, 1e18), st.sampled_from(["bytes", "bandwidth", "time", "rate"]))
 def test_format_then_parse_round_trips(value: float, dimension) -> None:
     text = format_quantity(value, dimension, digits=17)
