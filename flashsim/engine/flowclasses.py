@@ -197,11 +197,19 @@ class ClassLayer(FlowState):
         # bookkeeping a rebuild must reset (idle resources cost nothing).
         self._con_used: set[int] = set()
         self._con_z = np.zeros(64)  # own-entry bytes moved = sum_c w_c * vtime_c - z
+        # Per constraint, for vector code: classes crossing it by their own entries, and
+        # segments in use that contain it.  A constraint of a segment in use that nothing
+        # else loads is *solo*: its load is the segment's, checked by the segment's bound.
+        self._con_ncls = np.zeros(64, dtype=np.int64)
+        self._con_nsegs = np.zeros(64, dtype=np.int64)
         # Per-segment bookkeeping.
         self._seg_cls: list[set[int]] = []  # classes with members using it
         self._seg_bott: list[set[int]] = []  # its constraints that are a class's bottleneck
         self._seg_thr: list[list[tuple[float, int, int]]] = []  # escrow thresholds on R_g
         self._seg_z: list[float] = []  # bytes per unit coefficient = sum segw*vtime - z
+        # The highest rate a segment can carry before one of its constraints saturates on
+        # its load alone (min limit / coefficient); NaN when a capacity changed since.
+        self._seg_bound: list[float] = []
         # Per-slot class bookkeeping (grown with the slot arrays).
         self._cls = np.zeros(0, dtype=np.int64)
         self._gen: list[int] = []
@@ -234,6 +242,8 @@ class ClassLayer(FlowState):
         self._con_fixed.extend([0.0] * grow)
         self._con_ver.extend([0] * grow)
         self._con_z = np.concatenate([self._con_z, np.zeros(grow)])
+        self._con_ncls = np.concatenate([self._con_ncls, np.zeros(grow, dtype=np.int64)])
+        self._con_nsegs = np.concatenate([self._con_nsegs, np.zeros(grow, dtype=np.int64)])
 
     def _on_new_slots(self, extra: int) -> None:
         self._cls = np.concatenate([self._cls, np.full(extra, -1, dtype=np.int64)])
@@ -248,6 +258,7 @@ class ClassLayer(FlowState):
         self._seg_bott.append({k for k in coef_by_con if self._con_class[k] >= 0})
         self._seg_thr.append([])
         self._seg_z.append(0.0)
+        self._seg_bound.append(float("nan"))
         return g
 
     # ------------------------------------------------------------ derived values
@@ -331,6 +342,47 @@ class ClassLayer(FlowState):
         work[0] = 0.0
         return work
 
+    def _segment_bound(self, g: int) -> float:
+        """The highest rate segment ``g`` can carry alone (its unit per second).
+
+        The least ``limit_k / coef_gk`` over its constraints: past it, one of
+        them would be over capacity on the segment's load alone.  Kept until a
+        capacity changes (:meth:`_capacity_changed`).
+        """
+        bound = self._seg_bound[g]
+        if bound != bound:  # NaN: not computed since the last capacity change
+            limit = self._con_cap[self._seg_cons[g]] * (1.0 + SATURATION_RTOL)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                bound = float(np.min(limit / self._seg_coefs[g]))
+            self._seg_bound[g] = bound
+        return bound
+
+    def _capacity_changed(self, k: int) -> None:
+        """Constraint ``k``'s capacity changed: re-check it and the segments holding it."""
+        self._touched.add(k)
+        for g in self._con_segs[k]:
+            self._seg_bound[g] = float("nan")
+
+    def _solo(self, cons: IntArray) -> BoolArray:
+        """Which of ``cons`` only one segment in use loads (no class crosses them directly)."""
+        solo: BoolArray = (self._con_nsegs[cons] == 1) & (self._con_ncls[cons] == 0)
+        return solo
+
+    def _segment_in_use(self, g: int) -> None:
+        """Segment ``g`` comes into use: thresholds for the constraints it now shares.
+
+        Its solo constraints (nothing else loads them) need none: the
+        segment's bound (:meth:`_segment_bound`) checks them all at once, so a
+        flow starting on a stripe set of thousands of constraints costs one
+        vector pass over it, not a threshold per constraint.  A constraint
+        something else loads too gets escrow thresholds as before.
+        """
+        cons = self._seg_cons[g]
+        shared = (self._con_nsegs[cons] > 0) | (self._con_ncls[cons] > 0)
+        if shared.any():
+            self._touched.update(cons[shared].tolist())
+        self._con_nsegs[cons] += 1
+
     def _crosses_by_segment(self, c: FlowClass, k: int) -> bool:
         return any(g in c.segw for g in self._con_segs[k])
 
@@ -408,6 +460,7 @@ class ClassLayer(FlowState):
                 c.cnt[k] = 1
                 c.w[k] = dw
                 self._con_cls[k].add(cid)
+                self._con_ncls[k] += 1
                 self._con_used.add(k)
                 if c.con:
                     self._con_movers[k].add(cid)
@@ -428,8 +481,7 @@ class ClassLayer(FlowState):
                 c.segw[g] = dw
                 users = self._seg_cls[g]
                 if not users:
-                    # A segment coming into use: its constraints get thresholds.
-                    self._touched.update(self._seg_cons[g].tolist())
+                    self._segment_in_use(g)
                 users.add(cid)
                 c.sat.update(k for k in self._seg_bott[g] if k != c.con)
             self._seg_z[g] += dw * vtime
@@ -463,6 +515,7 @@ class ClassLayer(FlowState):
                 del c.cnt[k]
                 del c.w[k]
                 self._con_cls[k].discard(cid)
+                self._con_ncls[k] -= 1
                 self._con_movers[k].discard(cid)
                 if not (c.segw and self._crosses_by_segment(c, k)):
                     c.sat.discard(k)
@@ -478,6 +531,8 @@ class ClassLayer(FlowState):
                 del c.segcnt[g]
                 del c.segw[g]
                 self._seg_cls[g].discard(cid)
+                if not self._seg_cls[g]:
+                    self._con_nsegs[self._seg_cons[g]] -= 1
                 for k in self._seg_bott[g]:
                     if k not in c.cnt and not self._crosses_by_segment(c, k):
                         c.sat.discard(k)
@@ -636,10 +691,12 @@ class ClassLayer(FlowState):
         return True
 
     def _check_segment(self, g: int) -> bool:
-        """Check segment ``g``'s rate against its escrow thresholds."""
+        """Check segment ``g``'s rate against its bound and its escrow thresholds."""
         if not self._seg_cls[g]:
             return True
         rate = self._seg_rate(g)
+        if not rate <= self._segment_bound(g):
+            return False  # one of its constraints is over capacity on its load alone
         thr = self._seg_thr[g]
         con_ver = self._con_ver
         while thr:
@@ -885,7 +942,8 @@ class ClassLayer(FlowState):
                 )
             self._join(i, c, remaining)
         # Constraints whose movers changed, or whose load the repair raised, get their
-        # thresholds re-derived.
+        # thresholds re-derived (a solo constraint has none: its segment's bound holds).
+        reloaded = reloaded[~self._solo(reloaded)]
         for k in self._touched.union(reloaded.tolist()):
             self._refresh_constraint(k)
 
@@ -929,6 +987,8 @@ class ClassLayer(FlowState):
         self._cap_class.clear()
         self._events.clear()
         self._dirty.clear()
+        self._con_ncls[:] = 0
+        self._con_nsegs[:] = 0
         for k in self._con_used:
             self._con_cls[k] = set()
             self._con_movers[k] = set()
@@ -1044,6 +1104,7 @@ class ClassLayer(FlowState):
             self._con_cls[k] = set(cls_sorted[lo:hi].tolist())
             self._con_movers[k] = set(cls_sorted[lo:hi][mover_sorted[lo:hi]].tolist())
             self._con_used.add(k)
+        self._con_ncls[:n] = np.diff(cbounds)
         capped_pair = cls_con[pc_cls] == 0
         fixed = np.bincount(
             pc_con[capped_pair], weights=(cls_mu[pc_cls] * pw)[capped_pair], minlength=n
@@ -1052,7 +1113,6 @@ class ClassLayer(FlowState):
             self._con_fixed[k] = float(fixed[k])
             self._con_used.add(k)
         # Segment use per class.
-        seg_cons_in_use: set[int] = set()
         for s, cid in zip(
             active[self._has_seg[active]].tolist(),
             cid_of[self._has_seg[active]].tolist(),
@@ -1066,13 +1126,12 @@ class ClassLayer(FlowState):
         for c in classes:
             for g in c.segw:
                 if not self._seg_cls[g]:
-                    seg_cons_in_use.update(self._seg_cons[g].tolist())
+                    self._con_nsegs[self._seg_cons[g]] += 1
                 self._seg_cls[g].add(c.cid)
                 c.sat.update(k for k in self._seg_bott[g] if k != c.con)
         # Threshold levels of the constraints that are no class's bottleneck: vectorised
         # for constraints only classes' own entries cross, one by one in used segments.
-        in_seg = np.zeros(n, dtype=bool)
-        in_seg[list(seg_cons_in_use)] = True
+        in_seg = self._con_nsegs[:n] > 0
         mover = cls_con[pc_cls] > 0
         free = (con_class[pc_con] < 0) & ~in_seg[pc_con]
         movers_per_con = np.bincount(pc_con[free & mover], minlength=n)
@@ -1091,7 +1150,10 @@ class ClassLayer(FlowState):
             if hi > lo:
                 c.thr_lazy = (e_thr[lo:hi], e_con[lo:hi], e_ver[lo:hi])
             self._dirty.add(c.cid)
-        for k in seg_cons_in_use:
+        # Constraints of segments in use: thresholds where something else loads them too;
+        # solo ones are checked by their segment's bound.
+        shared = in_seg & ((self._con_nsegs[:n] > 1) | (self._con_ncls[:n] > 0))
+        for k in np.flatnonzero(shared).tolist():
             self._refresh_constraint(k)
         # The cached flow levels take the classes' levels exactly.
         self._level[active] = cls_mu[cid_of]

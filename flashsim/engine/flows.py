@@ -34,7 +34,7 @@ import numpy.typing as npt
 import simpy
 
 from flashsim.engine.flowclasses import ClassLayer, FlowClass
-from flashsim.engine.flowstate import FULL_SOLVE_FRACTION
+from flashsim.engine.flowstate import FULL_SOLVE_FRACTION, FULL_SOLVE_MIN_FLOWS
 from flashsim.engine.maxmin import FloatArray
 
 #: A flow whose remaining bytes fall below this fraction of its size is complete.
@@ -291,7 +291,7 @@ class FlowNetwork(ClassLayer):
             self._cap_corr[con] = self._cap_corr.get(con, 0.0) + (old - value) * self.env.now
             self._con_cap[con] = value
             setattr(resource, label, float(value))
-            self._touched.add(con)
+            self._capacity_changed(con)
         self._schedule_solve()
 
     def utilization(self, resource: Resource) -> float:
@@ -603,7 +603,9 @@ class FlowNetwork(ClassLayer):
     def _resolve(self) -> None:
         new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
         self._pending_new = []
-        if self._pending_full or len(new) > FULL_SOLVE_FRACTION * max(self._n_active, 1):
+        if self._pending_full or len(new) > max(
+            FULL_SOLVE_FRACTION * self._n_active, FULL_SOLVE_MIN_FLOWS
+        ):
             self._flow_level_solve(new, full=True)
         elif self._fast_update(new):
             self.stats["class_events"] += 1

@@ -39,8 +39,11 @@ from flashsim.engine.maxmin import FloatArray, IntArray, solve_maxmin_factored
 SATURATION_RTOL = 1e-9
 #: Relative slack for comparing flow levels in the optimality check.
 LEVEL_RTOL = 1e-9
-#: Changes touching more than this fraction of active flows trigger a full solve.
+#: Changes touching more than this fraction of active flows trigger a full solve ...
 FULL_SOLVE_FRACTION = 0.25
+#: ... when they touch more than this many flows: a full solve costs the model's size
+#: (every constraint), a change to a few flows only what their paths touch.
+FULL_SOLVE_MIN_FLOWS = 16
 
 BoolArray = npt.NDArray[np.bool_]
 
@@ -472,7 +475,7 @@ class FlowState:
         solved = np.zeros(0, dtype=np.int64)
         while True:
             s_slots = np.flatnonzero(in_s)
-            if s_slots.size > FULL_SOLVE_FRACTION * n_active:
+            if s_slots.size > max(FULL_SOLVE_FRACTION * n_active, FULL_SOLVE_MIN_FLOWS):
                 self._full_solve()
                 return None
             if s_slots.size > solved.size:
