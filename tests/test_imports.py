@@ -123,3 +123,19 @@ def test_unit_strings_need_no_pint_when_a_model_loads() -> None:
         "load_scenario('scenarios/perlmutter/ior-table1.toml')\n"
     )
     assert "pint" not in _top(loaded)
+
+
+def test_batch_means_t_quantile_is_scipy_stats_own() -> None:
+    """Run-length control reads Student's t from scipy.special (0.2 s to import, not
+    scipy.stats' 0.5 s): the same float as ``stats.t.ppf`` for every level and batch count."""
+    from scipy import special, stats
+
+    for confidence in (0.5, 0.8, 0.9, 0.95, 0.99, 0.999):
+        for batches in range(2, 130):
+            q = 0.5 + confidence / 2.0
+            assert special.stdtrit(batches - 1, q) == stats.t.ppf(q, batches - 1)
+    loaded = _loaded(
+        "from flashsim.engine.runlength import batch_means\n"
+        "batch_means([float(i % 7) for i in range(400)], 20, 0.95)\n"
+    )
+    assert "scipy.special" in loaded and "scipy.stats" not in loaded
