@@ -97,7 +97,7 @@ def split_overrides(overrides: Mapping[str, str]) -> tuple[dict[str, str], dict[
 
 
 def _check_scenario_keys(overrides: Mapping[str, str], path: Path) -> None:
-    """Refuse a ``--set`` key that is no scenario key, naming the model spelling if it is one."""
+    """Refuse a ``--set`` key that is no scenario key; the message gives the model-key spelling."""
     for key, value in overrides.items():
         top = key.split(".")[0]
         if top not in ScenarioFile.model_fields:

@@ -7,7 +7,11 @@ prefixes are powers of 1000 (1 GB = 1e9 B), binary ones powers of 1024
 (1 GiB = 2**30 B), and 8 b = 1 B.
 
 A dedicated pint registry is used: pint's default registry reads ``Gb`` as a
-gilbert and ``b`` as a barn, which no storage architect means.
+gilbert and ``b`` as a barn, which no storage architect means.  pint costs
+about a second to import, so the usual spellings (``NUMBER [UNIT] [/ UNIT]``
+with the units below, any prefix) are read by a fast path that computes
+pint's exact float (tests/test_units.py compares the two over every
+spelling); pint is imported only for anything else and for every error.
 """
 
 from __future__ import annotations

@@ -328,11 +328,15 @@ def test_internal_error_is_one_line_and_exit_3(monkeypatch: pytest.MonkeyPatch) 
 
 # ---------------------------------------------------------- bounded runs
 #: A run whose second phase would take hours: request fidelity with an unreachable precision.
+#: The first phase is short (its work bounded: 8 x 256 MiB) so that it ends well within the
+#: limits below on a loaded machine, SciPy's special functions imported on first use included.
 SLOW_RUN = [
     "run",
     "scenarios/examples/pipeline-streams.toml",
     "--fidelity",
     "request",
+    "--set",
+    "phases.bandwidth.bytes_per_stream=256 MiB",
     "--set",
     "phases.iops.target_rel_halfwidth=1e-9",
     "--set",

@@ -61,9 +61,11 @@ def batch_means(samples: npt.ArrayLike, n_batches: int = 20, confidence: float =
     if size == 0:
         return Estimate(float(x.mean()) if x.size else math.nan, math.inf, 0, confidence)
     means = x[: size * n_batches].reshape(n_batches, size).mean(axis=1)
-    from scipy import stats  # here, not at import: SciPy's stats cost ~0.5 s of start-up
+    # Student's t quantile: special.stdtrit is what stats.t.ppf computes (bit-identical),
+    # imported here, not at start-up: scipy.special costs ~0.2 s, scipy.stats ~0.5 s.
+    from scipy import special
 
-    t = float(stats.t.ppf(0.5 + confidence / 2.0, n_batches - 1))
+    t = float(special.stdtrit(n_batches - 1, 0.5 + confidence / 2.0))
     halfwidth = t * float(means.std(ddof=1)) / math.sqrt(n_batches)
     return Estimate(float(means.mean()), halfwidth, n_batches, confidence)
 
