@@ -378,3 +378,16 @@ def test_jobs_phase_reports_the_jobs_running_together() -> None:
     # Four ranks saturate nothing: each part names the NFS client's window, not "none".
     assert {intervals[0].kind, intervals[-1].kind} == {"concurrency"}
     assert intervals[0].limiter == "concurrency: NFS RPCs in flight per call"
+
+
+def test_ledger_counts_the_bytes_of_endless_flows() -> None:
+    """A 1e30-byte flow (an endless background) is charged what it moved, not 1e30 - 1e30."""
+    sim = Simulation(0)
+    net = sim.flows
+    r = net.add_resource("t.r", capacity_Bps=100.0)
+    net.start_flow(1e30, [(r, 1.0)], rate_cap_Bps=10.0, cap_label="offered load: background")
+    net.start_flow(1e30, [(r, 1.0)])
+    sim.run(5.0)
+    assert net.limit_bytes() == pytest.approx(
+        {"offered load: background": 50.0, r._con_bytes: 450.0}
+    )
