@@ -391,3 +391,22 @@ def test_ledger_counts_the_bytes_of_endless_flows() -> None:
     assert net.limit_bytes() == pytest.approx(
         {"offered load: background": 50.0, r._con_bytes: 450.0}
     )
+
+
+def test_a_paced_workload_is_limited_by_its_offered_load() -> None:
+    """Short transfers with long gaps: the disk they meet is idle most of the time."""
+    sim = Simulation(0)
+    net = sim.flows
+    disk = net.add_resource("t.disk", capacity_Bps=100.0, kind="disk")
+    recorder = LimitRecorder(sim)
+
+    def paced() -> Any:
+        for _ in range(4):
+            yield net.start_flow(20.0, [(disk, 1.0)]).done  # 0.2 s at 100 B/s
+            yield sim.env.timeout(5.0)
+
+    sim.run(sim.env.process(paced()))
+    intervals = recorder.finish()
+    assert [i.kind for i in intervals] == ["offered load"]
+    assert intervals[0].limiter.startswith("offered load: the workload's own pace")
+    assert intervals[0].utilization == pytest.approx(80.0 / 100.0 / 20.8)
