@@ -408,5 +408,5 @@ def test_a_paced_workload_is_limited_by_its_offered_load() -> None:
     sim.run(sim.env.process(paced()))
     intervals = recorder.finish()
     assert [i.kind for i in intervals] == ["offered load"]
-    assert intervals[0].limiter.startswith("offered load: the workload's own pace")
+    assert intervals[0].limiter.startswith("offered load: the workload's pace")
     assert intervals[0].utilization == pytest.approx(80.0 / 100.0 / 20.8)

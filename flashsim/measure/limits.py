@@ -60,7 +60,7 @@ MAX_WINDOWS = 64
 #: while they ran, but ran for less than half the interval.
 PACED_UTILIZATION = 0.5
 #: Limiter of such an interval (its utilisation is the bottleneck resources' mean).
-PACED = "offered load: the workload's own pace (arrivals, gaps between calls)"
+PACED = "offered load: the workload's pace (arrivals, gaps)"
 #: Limiter of an interval of request fidelity whose queues all stayed below saturation.
 CLOSED_LOOP = "closed loop (requests in flight per client)"
 
