@@ -169,7 +169,7 @@ def test_lightly_loaded_run_has_no_bottleneck(root: Path) -> None:
     assert len(light.most_utilized) == 3
     assert all(0 < m.utilization < bn.BOTTLENECK_UTILIZATION for m in light.most_utilized)
     text = format_run_text(result)
-    held = "held by concurrency: stream queue depth q*t/RTT (concurrency)"
+    held = "held by concurrency: stream queue depth q*t/RTT"
     assert f"none saturated; {held}; most utilised: demo.ssd" in text
 
 

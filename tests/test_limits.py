@@ -378,3 +378,35 @@ def test_jobs_phase_reports_the_jobs_running_together() -> None:
     # Four ranks saturate nothing: each part names the NFS client's window, not "none".
     assert {intervals[0].kind, intervals[-1].kind} == {"concurrency"}
     assert intervals[0].limiter == "concurrency: NFS RPCs in flight per call"
+
+
+def test_ledger_counts_the_bytes_of_endless_flows() -> None:
+    """A 1e30-byte flow (an endless background) is charged what it moved, not 1e30 - 1e30."""
+    sim = Simulation(0)
+    net = sim.flows
+    r = net.add_resource("t.r", capacity_Bps=100.0)
+    net.start_flow(1e30, [(r, 1.0)], rate_cap_Bps=10.0, cap_label="offered load: background")
+    net.start_flow(1e30, [(r, 1.0)])
+    sim.run(5.0)
+    assert net.limit_bytes() == pytest.approx(
+        {"offered load: background": 50.0, r._con_bytes: 450.0}
+    )
+
+
+def test_a_paced_workload_is_limited_by_its_offered_load() -> None:
+    """Short transfers with long gaps: the disk they meet is idle most of the time."""
+    sim = Simulation(0)
+    net = sim.flows
+    disk = net.add_resource("t.disk", capacity_Bps=100.0, kind="disk")
+    recorder = LimitRecorder(sim)
+
+    def paced() -> Any:
+        for _ in range(4):
+            yield net.start_flow(20.0, [(disk, 1.0)]).done  # 0.2 s at 100 B/s
+            yield sim.env.timeout(5.0)
+
+    sim.run(sim.env.process(paced()))
+    intervals = recorder.finish()
+    assert [i.kind for i in intervals] == ["offered load"]
+    assert intervals[0].limiter.startswith("offered load: the workload's pace")
+    assert intervals[0].utilization == pytest.approx(80.0 / 100.0 / 20.8)

@@ -441,7 +441,7 @@ class ClassLayer(FlowState):
         tag = c.vtime + remaining_B / prio
         self._tag[slot] = tag
         self._cls[slot] = c.cid
-        self._ledger.join(slot, c.con, remaining_B)
+        self._ledger.join(slot, c.con, c.vtime)
         heapq.heappush(c.tags, (tag, gen, slot))
         if c.con:
             heapq.heappush(c.caps, (level_cap, gen, slot))
@@ -499,7 +499,7 @@ class ClassLayer(FlowState):
         c.advance(self.env.now)
         vtime = c.vtime
         remaining = prio * (self._tag[slot] - vtime)
-        self._ledger.leave(slot, max(remaining, 0.0))
+        self._ledger.leave(slot, vtime, prio)
         cid = c.cid
         con_z = self._con_z
         con_fixed = self._con_fixed
@@ -981,7 +981,7 @@ class ClassLayer(FlowState):
         size = np.array([self._spec[s][4] for s in active.tolist()])  # type: ignore[index]
         tag_old = np.array(self._tag)[active]
         remaining = np.where(known, np.maximum(prio * (tag_old - vt_flow), 0.0), size)
-        self._ledger.settle_many(active, remaining, known)
+        self._ledger.settle_many(active, vt_flow, prio, known)
         # Forget the old classes.
         self._classes.clear()
         self._cap_class.clear()
@@ -1031,7 +1031,7 @@ class ClassLayer(FlowState):
         gens[active] += 1
         self._gen = gens.tolist()
         self._cls[active] = cid_of
-        self._ledger.join_many(active, cls_con[cid_of], remaining)
+        self._ledger.join_many(active, cls_con[cid_of])
         tags = remaining / prio
         tag_all = np.array(self._tag)
         tag_all[active] = tags

@@ -352,12 +352,10 @@ class FlowNetwork(ClassLayer):
         active = np.flatnonzero(self._active)
         cls = self._cls[active]
         slots = active[cls >= 0]
-        tag = self._tag
-        tags = np.fromiter((tag[s] for s in slots.tolist()), dtype=np.float64, count=slots.size)
-        remaining = np.maximum(self._priority[slots] * (tags - vt[cls[cls >= 0]]), 0.0)
         labels = self._ledger.labels
         out: dict[int | str, float] = {}
-        for key, moved in self._ledger.totals(slots, remaining).items():
+        totals = self._ledger.totals(slots, vt[cls[cls >= 0]], self._priority[slots])
+        for key, moved in totals.items():
             name: int | str = key if key > 0 else labels[-key - 1]
             out[name] = out.get(name, 0.0) + moved
         return out

@@ -36,14 +36,16 @@ class LimitLedger:
         self.labels: list[str] = [DEFAULT_CAP_LABEL]
         self._label_ids: dict[str, int] = {DEFAULT_CAP_LABEL: 0}
         self.settled: dict[int, float] = {}
-        # Per slot: remaining bytes (B) at the last settlement, class key, cap label id.
-        self.rem = np.zeros(0)
+        # Per slot: its class's clock when it joined (B per unit priority; a clock, not
+        # the bytes left, so that endless flows of 1e30 B lose no precision), class key,
+        # cap label id.
+        self.v0 = np.zeros(0)
         self.key = np.zeros(0, dtype=np.int64)
         self.label = np.zeros(0, dtype=np.int64)
 
     def grow(self, extra: int) -> None:
         """The slot arrays grew by ``extra`` rows."""
-        self.rem = np.concatenate([self.rem, np.zeros(extra)])
+        self.v0 = np.concatenate([self.v0, np.zeros(extra)])
         self.key = np.concatenate([self.key, np.zeros(extra, dtype=np.int64)])
         self.label = np.concatenate([self.label, np.zeros(extra, dtype=np.int64)])
 
@@ -61,35 +63,39 @@ class LimitLedger:
         """The key of ``slot`` in a class of bottleneck ``con`` (0: a cap class)."""
         return con if con else -int(self.label[slot]) - 1
 
-    def join(self, slot: int, con: int, remaining_B: float) -> None:
-        """Flow ``slot`` enters a class of bottleneck ``con`` with ``remaining_B`` bytes (B)."""
-        self.rem[slot] = remaining_B
+    def join(self, slot: int, con: int, vtime: float) -> None:
+        """Flow ``slot`` enters a class of bottleneck ``con`` whose clock reads ``vtime``."""
+        self.v0[slot] = vtime
         self.key[slot] = self.class_key(slot, con)
 
-    def leave(self, slot: int, remaining_B: float) -> None:
-        """Flow ``slot`` leaves its class with ``remaining_B`` bytes (B) still to move."""
-        moved = float(self.rem[slot]) - remaining_B
+    def leave(self, slot: int, vtime: float, priority: float) -> None:
+        """Flow ``slot`` (of share ``priority``) leaves its class, whose clock reads ``vtime``."""
+        moved = priority * (vtime - float(self.v0[slot]))
         if moved > 0.0:
             k = int(self.key[slot])
             self.settled[k] = self.settled.get(k, 0.0) + moved
 
     def settle_many(
-        self, slots: IntArray, remaining_B: FloatArray, known: npt.NDArray[np.bool_]
+        self,
+        slots: IntArray,
+        vtime: FloatArray,
+        priority: FloatArray,
+        known: npt.NDArray[np.bool_],
     ) -> None:
         """Settle the flows ``slots`` (those in a class: ``known``) before a rebuild."""
-        sel = slots[known]
-        moved = self.rem[sel] - remaining_B[known]
-        self._add(self.key[sel], moved)
+        moved = priority[known] * (vtime[known] - self.v0[slots[known]])
+        self._add(self.key[slots[known]], moved)
 
-    def join_many(self, slots: IntArray, cons: IntArray, remaining_B: FloatArray) -> None:
-        """Flows ``slots`` enter classes of bottlenecks ``cons`` (0: cap) after a rebuild."""
-        self.rem[slots] = remaining_B
+    def join_many(self, slots: IntArray, cons: IntArray) -> None:
+        """Flows ``slots`` enter new classes (clocks at 0) of bottlenecks ``cons`` (0: cap)."""
+        self.v0[slots] = 0.0
         self.key[slots] = np.where(cons > 0, cons, -self.label[slots] - 1)
 
-    def totals(self, slots: IntArray, remaining_B: FloatArray) -> dict[int, float]:
-        """Bytes moved so far per key, counting flows ``slots`` (in a class) at ``remaining_B``."""
+    def totals(self, slots: IntArray, vtime: FloatArray, priority: FloatArray) -> dict[int, float]:
+        """Bytes moved so far per key, counting flows ``slots`` (in a class) whose class
+        clocks read ``vtime`` now."""
         out = dict(self.settled)
-        moved = self.rem[slots] - remaining_B
+        moved = priority * (vtime - self.v0[slots])
         ok = moved > 0.0
         if ok.any():
             uniq, inv = np.unique(self.key[slots][ok], return_inverse=True)

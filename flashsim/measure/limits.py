@@ -24,7 +24,10 @@ their mean utilisation), or the latency/concurrency bound named where the cap
 was created (``"concurrency: rank window q*t/L"``).  An interval in which no
 flow moved (request fidelity) is limited by a queue whose utilisation
 reached :data:`~flashsim.measure.bottlenecks.BOTTLENECK_UTILIZATION`, or
-else by the closed loops (requests in flight per client), or is idle.
+else by the closed loops (requests in flight per client), or is idle.  An
+interval whose flows met a resource bottleneck that was nonetheless busy less
+than :data:`PACED_UTILIZATION` of the interval is paced by the workload
+(:data:`PACED`: its arrivals and gaps between calls), not by the resource.
 Consecutive intervals of one part with the same kind of limit, saturated or not, are merged (their
 limiter is read again over the merged interval).
 """
@@ -52,6 +55,12 @@ from flashsim.measure.results import IntervalLimit
 FIRST_WINDOW_S = 1.0
 #: Time windows held before pairs are merged (part boundaries are always kept).
 MAX_WINDOWS = 64
+#: Mean utilisation (dimensionless) of the resources an interval's flows were bottlenecked
+#: at below which the interval counts as paced by the workload: the flows met a bottleneck
+#: while they ran, but ran for less than half the interval.
+PACED_UTILIZATION = 0.5
+#: Limiter of such an interval (its utilisation is the bottleneck resources' mean).
+PACED = "offered load: the workload's pace (arrivals, gaps)"
 #: Limiter of an interval of request fidelity whose queues all stayed below saturation.
 CLOSED_LOOP = "closed loop (requests in flight per client)"
 
@@ -83,9 +92,13 @@ def _queue_utilization(sim: Simulation, a: UsageMark, b: UsageMark) -> FloatArra
 
 
 def _merge_key(limit: IntervalLimit) -> tuple[str, str, bool]:
-    """Intervals of one part, limit kind and saturation merge into one."""
+    """Intervals of one part, limit kind and saturation merge into one.
+
+    Idle windows count as the workload's pace (the gaps between its calls).
+    """
     saturated = limit.utilization is not None and limit.utilization >= BOTTLENECK_UTILIZATION
-    return limit.label, limit.kind, saturated
+    kind = "offered load" if limit.kind == "idle" else limit.kind
+    return limit.label, kind, saturated
 
 
 def _cap_kind(label: str) -> str:
@@ -240,9 +253,16 @@ class LimitRecorder:
             if what == "cap":
                 share = groups[top] / total
                 return IntervalLimit(t0, t1, a.label, name, _cap_kind(name), None, share)
-            return self._resource_limit(
+            limit = self._resource_limit(
                 a, t0, t1, name, dict(members[name]), flow_util, resources, groups, total
             )
+            if limit.utilization is not None and limit.utilization < PACED_UTILIZATION:
+                # The flows met a bottleneck while they ran, but it was mostly idle: the
+                # workload's own pace (arrivals, gaps between calls) set the throughput.
+                return IntervalLimit(
+                    t0, t1, a.label, PACED, "offered load", limit.utilization, limit.share
+                )
+            return limit
         return self._queue_limit(a, b, t0, t1)
 
     @staticmethod

@@ -190,7 +190,14 @@ def _held_by(p: PhaseResult) -> str:
     if not bound:
         return ""
     limiter, kind = max(bound, key=lambda k: (bound[k], k))
-    return f" saturated; held by {limiter} ({kind})"
+    return f" saturated; held by {_named(limiter, kind)}"
+
+
+def _named(limiter: str, kind: str) -> str:
+    """``limiter (kind)``, or the limiter alone when it starts with its kind (``nic \u00d74``)."""
+    if limiter.startswith((f"{kind}:", f"{kind} \u00d7")) or kind == limiter:
+        return limiter
+    return f"{limiter} ({kind})"
 
 
 def _secs(value: float) -> str:
@@ -213,10 +220,10 @@ def format_intervals(result: RunResult) -> str:
         rows = []
         for i in p.intervals[:LISTED_INTERVALS]:
             span = f"{_secs(i.start_s)}-{_secs(i.end_s)} s"
-            util = f" {_pct(i.utilization)}" if i.utilization is not None else ""
+            util = f" {_pct(i.utilization)} busy" if i.utilization is not None else ""
             share = f", {100 * i.share:.0f}% of bytes" if 0.0 < i.share < 0.995 else ""
             part = f"{i.label}: " if i.label else ""
-            rows.append(f"{span:<20} {part}{i.limiter}{util} ({i.kind}){share}")
+            rows.append(f"{span:<20} {part}{_named(i.limiter, i.kind)}{util}{share}")
         more = len(p.intervals) - LISTED_INTERVALS
         if more > 0:
             rows.append(f"... (+{more} more; --json lists them all)")
