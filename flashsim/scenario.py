@@ -332,6 +332,11 @@ def run_loaded(
 ) -> RunResult:
     """Run a loaded scenario and return its results.
 
+    With ``progress``, a status line on standard error (when it is a terminal,
+    :mod:`flashsim.progress`) shows the phase and its simulated time; inside a
+    command's progress (``validate``) the run reports there whatever ``progress``
+    says.  Progress only reads the simulation, so it changes no result.
+
     Each phase's result carries the resources that limited it
     (:func:`flashsim.measure.bottlenecks.phase_loads`): their mean utilisation
     over the phase's simulated time, from the simulation's cumulative counters.
@@ -354,26 +359,25 @@ def run_loaded(
             phases=list(results),
         )
 
-    from tqdm import tqdm
+    from flashsim.progress import open_progress
 
-    with _Watchdog(limits, started) as dog:
+    names = [str(getattr(phase, "name", i)) for i, phase in enumerate(scenario.phases)]
+    with _Watchdog(limits, started) as dog, open_progress(progress) as shown:
         try:
             sim = Simulation(scenario.spec.seed)
             built = scenario.system.kind.build(scenario.system.model, sim, scenario.spec.fidelity)
             end: bottlenecks.UsageMark | None = None
-            for phase in tqdm(
-                scenario.phases,
-                desc=scenario.spec.name,
-                unit="phase",
-                leave=False,
-                disable=not progress,
-            ):
-                dog.check()
-                start = end if end is not None else bottlenecks.mark(sim)
-                measured = built.run_phase(phase)
-                end = bottlenecks.mark(sim)
-                limited_by, most = bottlenecks.phase_loads(sim, start, end)
-                results.append(replace(measured, bottlenecks=limited_by, most_utilized=most))
+            with shown.task(scenario.spec.name, total=len(scenario.phases), unit="phase") as run:
+                for phase, name in zip(scenario.phases, names, strict=True):
+                    dog.check()
+                    start = end if end is not None else bottlenecks.mark(sim)
+                    t0 = sim.now
+                    with shown.task(name, clock=lambda t0=t0: sim.now - t0):
+                        measured = built.run_phase(phase)
+                    end = bottlenecks.mark(sim)
+                    limited_by, most = bottlenecks.phase_loads(sim, start, end)
+                    results.append(replace(measured, bottlenecks=limited_by, most_utilized=most))
+                    run.advance()
         except _LimitReached as exc:
             dog.stop()
             raise RunStopped(str(exc), result()) from None

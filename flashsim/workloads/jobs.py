@@ -36,6 +36,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 
 from flashsim.config import Bytes, NonNegativeSeconds, StrictModel
 from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.progress import current
 from flashsim.workloads.darshan import DarshanPhase, load_trace, resolve_log
 from flashsim.workloads.job_tally import tally_job
 from flashsim.workloads.mix import MixSpec
@@ -459,7 +460,9 @@ def run_jobs(
     groups = place_jobs(phase, seed)
     engine = JobEngine(system, fidelity, "none", phase.merge, phase.merge_gap)
     start = system.sim.now
-    flat = engine.run([job for group in groups for job in group])
+    shown = current()
+    with shown.task("together", clock=lambda: system.sim.now - start):
+        flat = engine.run([job for group in groups for job in group])
     together: list[list[JobTimes]] = []
     k = 0
     for group in groups:
@@ -467,9 +470,12 @@ def run_jobs(
         k += len(group)
     alone: list[list[JobTimes] | None] = [None] * len(groups)
     if phase.alone:
-        for i, group in enumerate(groups):
-            solo = JobEngine(fresh(), fidelity, "none", phase.merge, phase.merge_gap)
-            alone[i] = solo.run(group)
+        for i, (entry, group) in enumerate(zip(phase.jobs, groups, strict=True)):
+            target = fresh()
+            label = f"alone {i + 1}/{len(groups)} {entry.name}"
+            with shown.task(label, clock=lambda target=target: target.sim.now):
+                solo = JobEngine(target, fidelity, "none", phase.merge, phase.merge_gap)
+                alone[i] = solo.run(group)
     outcomes = [
         _outcome(entry, group, times, solo)
         for entry, group, times, solo in zip(phase.jobs, groups, together, alone, strict=True)
