@@ -41,15 +41,17 @@ class FakeTerminal(io.StringIO):
 
 def test_a_terminal_shows_nested_tasks_counts_and_simulated_time() -> None:
     stream = FakeTerminal()
-    with Progress(stream, interval_s=0.0) as progress:
-        with progress.task("demo", total=2, unit="phase") as run:
-            with progress.task("write", clock=lambda: 35.0):
-                line = progress.line()
-            run.advance()
-            with current().task("days", total=180, unit="day") as days:
-                days.advance(45)
-                assert current() is progress
-                nested = progress.line()
+    with (
+        Progress(stream, interval_s=0.0) as progress,
+        progress.task("demo", total=2, unit="phase") as run,
+    ):
+        with progress.task("write", clock=lambda: 35.0):
+            line = progress.line()
+        run.advance()
+        with current().task("days", total=180, unit="day") as days:
+            days.advance(45)
+            assert current() is progress
+            nested = progress.line()
     assert line == "demo 0/2 phase › write sim 35 s"
     assert nested == "demo 1/2 phase › days 45/180 day"
     drawn = stream.getvalue()
