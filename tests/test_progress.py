@@ -246,3 +246,29 @@ def test_run_piped_prints_no_progress_and_its_header_wall_includes_start_up() ->
     whole_s, run_s = float(match[1]), float(match[2])
     assert whole_s <= outer_s + 0.02  # 10 ms ticks of the process start
     assert whole_s > run_s  # start-up (interpreter, imports, model load) is counted
+
+
+def test_validate_shows_the_record_whose_scenario_runs(tmp_path: Path) -> None:
+    from flashsim.validation import load_records, run_records
+
+    (tmp_path / "demo.toml").write_text(
+        f"""[[record]]
+id = "demo.bandwidth"
+source = "a test"
+quantity = "bandwidth"
+unit = "GB/s"
+published = 1.0
+tolerance = 1000.0
+role = "prediction"
+scenario = "{DEMO.as_posix()}"
+phase = "bandwidth"
+field = "bandwidth_GBps"
+"""
+    )
+    stream = FakeTerminal()
+    with (
+        Progress(stream, interval_s=0.0) as progress,
+        progress.task("validate", total=1, unit="record") as done,
+    ):
+        run_records(load_records(tmp_path), on_record=lambda _result: done.advance())
+    assert "validate 0/1 record › demo.bandwidth › pipeline-streams 0/2 phase" in stream.getvalue()
