@@ -365,7 +365,10 @@ def run_loaded(
     with _Watchdog(limits, started) as dog, open_progress(progress) as shown:
         try:
             sim = Simulation(scenario.spec.seed)
-            built = scenario.system.kind.build(scenario.system.model, sim, scenario.spec.fidelity)
+            with shown.task(f"{scenario.spec.name}: building {scenario.system.path.name}"):
+                built = scenario.system.kind.build(
+                    scenario.system.model, sim, scenario.spec.fidelity
+                )
             end: bottlenecks.UsageMark | None = None
             with shown.task(scenario.spec.name, total=len(scenario.phases), unit="phase") as run:
                 for phase, name in zip(scenario.phases, names, strict=True):

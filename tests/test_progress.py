@@ -118,6 +118,7 @@ def test_progress_changes_no_simulated_result() -> None:
     assert _result_without_wall(Progress(drawn_every_change, interval_s=0.0)) == plain
     assert _result_without_wall(Progress(drawn_by_thread, interval_s=0.001)) == plain
     text = drawn_every_change.getvalue()
+    assert "pipeline-streams: building pipeline-demo.toml" in text
     assert "pipeline-streams 0/2 phase › bandwidth" in text
     assert "pipeline-streams 1/2 phase › iops" in text
 
@@ -272,3 +273,15 @@ field = "bandwidth_GBps"
     ):
         run_records(load_records(tmp_path), on_record=lambda _result: done.advance())
     assert "validate 0/1 record › demo.bandwidth › pipeline-streams 0/2 phase" in stream.getvalue()
+
+
+def test_a_sweep_can_count_its_points_with_a_note() -> None:
+    # the API flashsim/sweep.py can use: points resumed, finished, running and failed
+    stream = FakeTerminal()
+    with (
+        Progress(stream, interval_s=0.0) as progress,
+        progress.task("sweep", total=6, unit="point", done=2) as points,
+    ):
+        points.advance()
+        points.note = "2 running, 1 failed"
+        assert progress.line() == "sweep 3/6 point (2 running, 1 failed)"
