@@ -16,7 +16,8 @@ start-up, imports, model load, run and output all counted; output to
   when, where and under what load they were measured.
 
 The measurements are kept in ``tools/run_times.json``, so ``--only`` re-times
-some scenarios and keeps the others.  ``--check`` runs nothing: it checks that
+some scenarios and keeps the others, and ``--rewrite`` rewrites the README
+from them without running anything.  ``--check`` runs nothing: it checks that
 every time the README quotes belongs to a timed command and that the table
 lists exactly those commands (``tests/test_readme.py`` calls :func:`problems`).
 """
@@ -227,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="Run nothing; check the markers.")
     parser.add_argument("--only", default="", help="Time only scenarios containing this text.")
+    parser.add_argument(
+        "--rewrite", action="store_true", help="Run nothing; rewrite from tools/run_times.json."
+    )
     args = parser.parse_args(argv)
     text = README.read_text()
     if args.check:
@@ -236,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1 if found else 0
     timings = load_results()
     for scenario in timed_scenarios(text):
-        if args.only not in scenario:
+        if args.rewrite or args.only not in scenario:
             continue
         print(f"timing {scenario} ...", file=sys.stderr, flush=True)
         timing = time_command(scenario)
@@ -250,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         RESULTS.write_text(
             json.dumps([asdict(t) for t in timings.values()], indent=2) + "\n"
         )  # after each command, so an interrupted run keeps what it measured
-    README.write_text(rewrite(text, timings, machine_note()))
+    # read again: the README may have been edited while the commands ran
+    README.write_text(rewrite(README.read_text(), timings, machine_note()))
     failed = [t.scenario for t in timings.values() if t.exit_status != 0]
     return 1 if failed else 0
 
