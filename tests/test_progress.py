@@ -285,3 +285,21 @@ def test_a_sweep_can_count_its_points_with_a_note() -> None:
         points.advance()
         points.note = "2 running, 1 failed"
         assert progress.line() == "sweep 3/6 point (2 running, 1 failed)"
+
+
+def test_a_vast_size_sweep_counts_its_tests_and_changes_no_row() -> None:
+    from flashsim.scenario import load_system_model
+    from flashsim.systems import vast_study
+    from flashsim.systems.vast import VastSizeSweepPhase
+
+    model = load_system_model(ROOT / "models" / "systems" / "vast-pdsw21.toml").model
+    spec = {"name": "s", "workload": "vast-size-sweep", "sizes": ["0.25 TB"], "nodes": 1,
+            "ranks_per_node": 2, "repetitions": 1, "stonewall": "1 s", "workers": 1}  # fmt: skip
+    plain = vast_study.run_size_sweep(
+        model, VastSizeSweepPhase.model_validate({**spec, "progress": False}), seed=1
+    )
+    stream = FakeTerminal()
+    with Progress(stream, interval_s=0.0):
+        shown = vast_study.run_size_sweep(model, VastSizeSweepPhase.model_validate(spec), seed=1)
+    assert shown.equals(plain)
+    assert "tests 0/2 test" in stream.getvalue() and "tests 1/2 test" in stream.getvalue()
