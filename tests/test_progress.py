@@ -24,7 +24,7 @@ import pytest
 
 from flashsim.measure.report import format_run_text
 from flashsim.progress import Progress, current, format_sim_time, open_progress
-from flashsim.scenario import load_scenario, run_loaded
+from flashsim.scenario import load_scenario, load_system_model, run_loaded
 from flashsim.wallclock import process_wall_s
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -288,7 +288,6 @@ def test_a_sweep_can_count_its_points_with_a_note() -> None:
 
 
 def test_a_vast_size_sweep_counts_its_tests_and_changes_no_row() -> None:
-    from flashsim.scenario import load_system_model
     from flashsim.systems import vast_study
     from flashsim.systems.vast import VastSizeSweepPhase
 
@@ -303,3 +302,31 @@ def test_a_vast_size_sweep_counts_its_tests_and_changes_no_row() -> None:
         shown = vast_study.run_size_sweep(model, VastSizeSweepPhase.model_validate(spec), seed=1)
     assert shown.equals(plain)
     assert "tests 0/2 test" in stream.getvalue() and "tests 1/2 test" in stream.getvalue()
+
+
+def test_a_jobs_phase_shows_its_runs_together_then_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flashsim.engine.simulation import Simulation
+    from flashsim.systems.vast import VastKind
+    from flashsim.workloads import jobs as jobs_module
+    from flashsim.workloads.jobs import JobsPhase
+
+    model = load_system_model(ROOT / "models" / "systems" / "vast-pdsw21.toml").model
+    job = {"type": "ior", "nodes": 1, "ranks_per_node": 2, "transfer_size": "1 MiB",
+           "block_size": "16 MiB"}  # fmt: skip
+    phase = JobsPhase.model_validate(
+        {"name": "p", "workload": "jobs", "alone": True, "jobs": [
+            {**job, "name": "w", "operation": "write"},
+            {**job, "name": "r", "operation": "read"}]}
+    )  # fmt: skip
+    progress = Progress(FakeTerminal(), interval_s=0.0)
+    seen: list[str] = []
+    real = jobs_module.JobEngine.run
+
+    def spy(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(progress.line())
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(jobs_module.JobEngine, "run", spy)
+    with progress:
+        VastKind().build(model, Simulation(3), "flow").run_phase(phase)
+    assert seen == ["together", "alone 1/2 w", "alone 2/2 r"]
