@@ -183,6 +183,7 @@ def run(
     """
     from flashsim.measure.report import format_run_ior_json, format_run_text
     from flashsim.scenario import RunLimits, RunStopped, load_scenario, run_loaded
+    from flashsim.wallclock import process_wall_s
 
     if max_wall_s is not None and not max_wall_s < float("inf"):
         raise ConfigError(
@@ -199,8 +200,6 @@ def run(
         overrides["seed"] = str(seed)
     if fidelity is not None:
         overrides["fidelity"] = f'"{fidelity}"'
-    from flashsim.wallclock import process_wall_s
-
     loaded = load_scenario(scenario, overrides)
     stopped: str | None = None
     fmt = "json" if as_json else (fmt or "text")
@@ -268,6 +267,7 @@ def replay(
     """
     from flashsim.measure.report import format_run_text
     from flashsim.scenario import run_loaded, scenario_from_data
+    from flashsim.wallclock import process_wall_s
     from flashsim.workloads.darshan import darshan_phase_data, load_trace
 
     if not log.is_file():
@@ -290,8 +290,6 @@ def replay(
     if as_json:
         click.echo(_dumps(result.to_dict()))
     else:
-        from flashsim.wallclock import process_wall_s
-
         click.echo(format_run_text(result, process_wall_s=process_wall_s()))
 
 
