@@ -69,6 +69,8 @@ class Timing:
         The machine's 1-minute load average just before and just after.
     measured : str
         When (UTC, ISO 8601).
+    commit : str
+        The commit of the code measured (``git rev-parse --short HEAD``).
     """
 
     scenario: str
@@ -78,6 +80,7 @@ class Timing:
     load_before: float
     load_after: float
     measured: str
+    commit: str = ""
 
 
 def timed_scenarios(text: str) -> list[str]:
@@ -156,6 +159,7 @@ def time_command(scenario: str) -> Timing:
         load_before=load_before,
         load_after=os.getloadavg()[0],
         measured=dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        commit=head_commit(),
     )
 
 
@@ -196,10 +200,10 @@ def rewrite(text: str, timings: dict[str, Timing], machine: str) -> str:
     return f"{before}{START}\n{table}\n{END}{after}"
 
 
-def machine_note() -> str:
-    """Where the times were measured: cores, Python, the commit."""
+def head_commit() -> str:
+    """The checkout's commit (short hash), or ``"unknown"``."""
     try:
-        commit = subprocess.run(
+        return subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
             cwd=ROOT,
             capture_output=True,
@@ -207,9 +211,15 @@ def machine_note() -> str:
             check=True,
         ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        commit = "unknown"
+        return "unknown"
+
+
+def machine_note(timings: dict[str, Timing]) -> str:
+    """Where the times were measured: the commits, cores, Python."""
+    commits = sorted({t.commit for t in timings.values() if t.commit}) or [head_commit()]
     return (
-        f"Measured by `make readme-times` (tools/time_scenarios.py) at commit {commit}, "
+        f"Measured by `make readme-times` (tools/time_scenarios.py) at commit "
+        f"{', '.join(commits)}, "
         f"one command at a time, on {os.cpu_count()} cores ({platform.machine()}, "
         f"Python {platform.python_version()}). Wall time covers the whole command (start-up, "
         "imports, model load, run, output) and grows with the machine's load (the load column); "
@@ -255,7 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             json.dumps([asdict(t) for t in timings.values()], indent=2) + "\n"
         )  # after each command, so an interrupted run keeps what it measured
     # read again: the README may have been edited while the commands ran
-    README.write_text(rewrite(README.read_text(), timings, machine_note()))
+    README.write_text(rewrite(README.read_text(), timings, machine_note(timings)))
     failed = [t.scenario for t in timings.values() if t.exit_status != 0]
     return 1 if failed else 0
 
