@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -327,6 +327,11 @@ class _Watchdog:
         self.stop()
 
 
+def _since(sim: Simulation, start_s: float) -> Callable[[], float]:
+    """A clock of simulated seconds since ``start_s`` (for a progress task)."""
+    return lambda: sim.now - start_s
+
+
 def run_loaded(
     scenario: LoadedScenario, progress: bool = False, limits: RunLimits | None = None
 ) -> RunResult:
@@ -375,7 +380,7 @@ def run_loaded(
                     dog.check()
                     start = end if end is not None else bottlenecks.mark(sim)
                     t0 = sim.now
-                    with shown.task(name, clock=lambda t0=t0: sim.now - t0):
+                    with shown.task(name, clock=_since(sim, t0)):
                         measured = built.run_phase(phase)
                     end = bottlenecks.mark(sim)
                     limited_by, most = bottlenecks.phase_loads(sim, start, end)

@@ -449,6 +449,11 @@ def place_jobs(phase: JobsPhase, seed: int) -> list[list[PlacedJob]]:
     return placed
 
 
+def _clock_of(target: JobTarget) -> Callable[[], float]:
+    """The simulated time of ``target``'s simulation, in seconds (for a progress task)."""
+    return lambda: target.sim.now
+
+
 def run_jobs(
     system: JobTarget,
     phase: JobsPhase,
@@ -473,7 +478,7 @@ def run_jobs(
         for i, (entry, group) in enumerate(zip(phase.jobs, groups, strict=True)):
             target = fresh()
             label = f"alone {i + 1}/{len(groups)} {entry.name}"
-            with shown.task(label, clock=lambda target=target: target.sim.now):
+            with shown.task(label, clock=_clock_of(target)):
                 solo = JobEngine(target, fidelity, "none", phase.merge, phase.merge_gap)
                 alone[i] = solo.run(group)
     outcomes = [
