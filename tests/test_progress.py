@@ -329,4 +329,4 @@ def test_a_jobs_phase_shows_its_runs_together_then_alone(monkeypatch: pytest.Mon
     monkeypatch.setattr(jobs_module.JobEngine, "run", spy)
     with progress:
         VastKind().build(model, Simulation(3), "flow").run_phase(phase)
-    assert seen == ["together", "alone 1/2 w", "alone 2/2 r"]
+    assert seen == ["all jobs at once", "alone 1/2 w", "alone 2/2 r"]
