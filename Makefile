@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: validate test test-loaded test-slow bench lint readme reference clean
+.PHONY: validate test test-loaded test-slow bench lint readme readme-times reference clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -42,6 +42,11 @@ clean:
 
 readme: $(STAMP)
 	$(BIN)/python tools/update_readme_table.py
+
+# Time every scenario the README quotes a time for (one at a time, start-up included) and
+# rewrite those times and the README's run-time table; takes as long as the runs (~25 min).
+readme-times: $(STAMP)
+	$(BIN)/python tools/time_scenarios.py
 
 reference: $(STAMP)
 	$(BIN)/python tools/generate_reference.py

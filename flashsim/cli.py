@@ -194,6 +194,7 @@ def run(
     """
     from flashsim.measure.report import format_run_ior_json, format_run_text
     from flashsim.scenario import RunLimits, RunStopped, load_scenario, run_loaded
+    from flashsim.wallclock import process_wall_s
 
     if max_wall_s is not None and not max_wall_s < float("inf"):
         raise ConfigError(
@@ -212,19 +213,17 @@ def run(
         overrides["fidelity"] = f'"{fidelity}"'
     loaded = load_scenario(scenario, overrides)
     stopped: str | None = None
-    try:
-        result = run_loaded(
-            loaded, progress=sys.stderr.isatty(), limits=RunLimits(max_wall_s, memory_B)
-        )
+    fmt = "json" if as_json else (fmt or "text")
+    try:  # progress on stderr when it is a terminal, for people only (flashsim.progress)
+        result = run_loaded(loaded, progress=fmt == "text", limits=RunLimits(max_wall_s, memory_B))
     except RunStopped as stop:
         result, stopped = stop.partial, stop.reason
-    fmt = "json" if as_json else (fmt or "text")
     if fmt == "json":
         click.echo(_dumps(result.to_dict()))
     elif fmt == "ior-json":
         click.echo(_dumps(format_run_ior_json(result)))
     else:
-        click.echo(format_run_text(result))
+        click.echo(format_run_text(result, process_wall_s=process_wall_s()))
     if stopped is not None:
         done, total = len(result.phases), len(loaded.phases)
         click.echo(f"stopped: {stopped}; {done} of {total} phases completed", err=True)
@@ -279,6 +278,7 @@ def replay(
     """
     from flashsim.measure.report import format_run_text
     from flashsim.scenario import run_loaded, scenario_from_data
+    from flashsim.wallclock import process_wall_s
     from flashsim.workloads.darshan import darshan_phase_data, load_trace
 
     if not log.is_file():
@@ -297,11 +297,11 @@ def replay(
         "phases": [darshan_phase_data(log.resolve(), speedup, ranks_per_node=ranks_per_node)],
     }
     loaded = scenario_from_data(data, Path("flashsim replay"), _overrides(sets))
-    result = run_loaded(loaded, progress=sys.stderr.isatty())
+    result = run_loaded(loaded, progress=not as_json)
     if as_json:
         click.echo(_dumps(result.to_dict()))
     else:
-        click.echo(format_run_text(result))
+        click.echo(format_run_text(result, process_wall_s=process_wall_s()))
 
 
 @main.command(name="validate")
@@ -321,8 +321,7 @@ def validate_cmd(as_json: bool, only: str, directory: Path) -> None:
 
     Exits 1 when any record falls outside its tolerance.
     """
-    from tqdm import tqdm
-
+    from flashsim.progress import Progress
     from flashsim.validation import format_table, load_records, run_records
 
     if not directory.is_dir():
@@ -335,13 +334,12 @@ def validate_cmd(as_json: bool, only: str, directory: Path) -> None:
             MISSING,
             f"no validation record in {directory} has an id containing {only!r}",
         )
-    bar = tqdm(total=len(records), desc="validate", unit="record", disable=not sys.stderr.isatty())
-
-    def tick(_result: object) -> None:
-        bar.update()
-
-    results = run_records(records, on_record=tick)
-    bar.close()
+    # records done and each record's run on stderr when it is a terminal (flashsim.progress)
+    with (
+        Progress(enabled=not as_json) as progress,
+        progress.task("validate", total=len(records), unit="record") as done,
+    ):
+        results = run_records(records, on_record=lambda _result: done.advance())
     if as_json:
         click.echo(_dumps([r.to_dict() for r in results]))
     else:

@@ -13,7 +13,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any
@@ -341,10 +341,20 @@ class _Watchdog:
         self.stop()
 
 
+def _since(sim: Simulation, start_s: float) -> Callable[[], float]:
+    """A clock of simulated seconds since ``start_s`` (for a progress task)."""
+    return lambda: sim.now - start_s
+
+
 def run_loaded(
     scenario: LoadedScenario, progress: bool = False, limits: RunLimits | None = None
 ) -> RunResult:
     """Run a loaded scenario and return its results.
+
+    With ``progress``, a status line on standard error (when it is a terminal,
+    :mod:`flashsim.progress`) shows the phase and its simulated time; inside a
+    command's progress (``validate``) the run reports there whatever ``progress``
+    says.  Progress only reads the simulation, so it changes no result.
 
     Each phase's result carries the resources that limited it
     (:func:`flashsim.measure.bottlenecks.phase_loads`): their mean utilisation
@@ -368,34 +378,36 @@ def run_loaded(
             phases=list(results),
         )
 
-    from tqdm import tqdm
+    from flashsim.progress import open_progress
 
-    with _Watchdog(limits, started) as dog:
+    names = [str(getattr(phase, "name", i)) for i, phase in enumerate(scenario.phases)]
+    with _Watchdog(limits, started) as dog, open_progress(progress) as shown:
         try:
             sim = Simulation(scenario.spec.seed)
-            built = scenario.system.kind.build(scenario.system.model, sim, scenario.spec.fidelity)
-            end: bottlenecks.UsageMark | None = None
-            for phase in tqdm(
-                scenario.phases,
-                desc=scenario.spec.name,
-                unit="phase",
-                leave=False,
-                disable=not progress,
-            ):
-                dog.check()
-                start = end if end is not None else bottlenecks.mark(sim)
-                recorder = LimitRecorder(sim, start)
-                measured = built.run_phase(phase)
-                end = bottlenecks.mark(sim)
-                limited_by, most = bottlenecks.phase_loads(sim, start, end)
-                results.append(
-                    replace(
-                        measured,
-                        bottlenecks=limited_by,
-                        most_utilized=most,
-                        intervals=recorder.finish(end),
-                    )
+            with shown.task(f"{scenario.spec.name}: building {scenario.system.path.name}"):
+                built = scenario.system.kind.build(
+                    scenario.system.model, sim, scenario.spec.fidelity
                 )
+            end: bottlenecks.UsageMark | None = None
+            with shown.task(scenario.spec.name, total=len(scenario.phases), unit="phase") as run:
+                for phase, name in zip(scenario.phases, names, strict=True):
+                    dog.check()
+                    start = end if end is not None else bottlenecks.mark(sim)
+                    recorder = LimitRecorder(sim, start)
+                    t0 = sim.now
+                    with shown.task(name, clock=_since(sim, t0)):
+                        measured = built.run_phase(phase)
+                    end = bottlenecks.mark(sim)
+                    limited_by, most = bottlenecks.phase_loads(sim, start, end)
+                    results.append(
+                        replace(
+                            measured,
+                            bottlenecks=limited_by,
+                            most_utilized=most,
+                            intervals=recorder.finish(end),
+                        )
+                    )
+                    run.advance()
         except _LimitReached as exc:
             dog.stop()
             raise RunStopped(str(exc), result()) from None

@@ -27,6 +27,7 @@ from pydantic import Field, model_validator
 
 from flashsim.config import ConfigError, StrictModel, load_toml, validate
 from flashsim.measure.results import RunResult
+from flashsim.progress import current
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
 
 Role = Literal["calibration", "prediction"]
@@ -140,16 +141,23 @@ def run_records(
     records: Iterable[tuple[Path, RecordSpec]],
     on_record: Callable[[RecordResult], None] | None = None,
 ) -> list[RecordResult]:
-    """Evaluate records, running each distinct scenario (with its overrides) once."""
+    """Evaluate records, running each distinct scenario (with its overrides) once.
+
+    ``on_record`` is called with each result as it is known (``flashsim validate``
+    counts records on its progress line); a record's run shows on the active
+    progress (:func:`flashsim.progress.current`) under the record's id.
+    """
     runs: dict[tuple[Path, tuple[tuple[str, str], ...]], RunResult] = {}
     results: list[RecordResult] = []
+    shown = current()  # the command's progress line (flashsim.progress), if any
     for path, rec in records:
         where = f"{path} (record {rec.id})"
         if rec.scenario is not None:
             scenario_path = (path.parent / rec.scenario).resolve()
             key = (scenario_path, tuple(sorted(rec.set.items())))
             if key not in runs:
-                runs[key] = run_loaded(load_scenario(scenario_path, rec.set))
+                with shown.task(rec.id):
+                    runs[key] = run_loaded(load_scenario(scenario_path, rec.set))
             assert rec.phase is not None and rec.field is not None
             value = _field_of(runs[key], rec.phase, rec.field, where) * rec.scale
         else:

@@ -11,7 +11,7 @@ from flashsim.units import MIB, format_quantity
 from flashsim.workloads.ior import IorDetails, IorRepetition
 
 
-def format_run_text(result: RunResult) -> str:
+def format_run_text(result: RunResult, process_wall_s: float | None = None) -> str:
     """A per-phase table for people (bandwidth in GB/s and MiB/s, IOPS, time, CI).
 
     Phases whose details have columns of their own (a study over days, a
@@ -20,11 +20,18 @@ def format_run_text(result: RunResult) -> str:
     ``time s`` column is the phase's time as its workload measures it: for
     an IOR phase run in request fidelity, the IOR time its steady-state rate
     was applied to (the IOR block's ``total(s)``), with the simulated seconds
-    in the findings.
+    in the findings.  ``process_wall_s`` (s), when given, is the command's
+    whole wall time, start-up included (:func:`flashsim.wallclock.process_wall_s`);
+    the header's ``wall:`` says which of the two it shows.
     """
+    wall = (
+        f"{process_wall_s:.2f} s (whole command; run {result.wall_time_s:.2f} s)"
+        if process_wall_s is not None
+        else f"{result.wall_time_s:.2f} s (run only)"
+    )
     lines = [
         f"scenario: {result.scenario}   system: {result.system}   seed: {result.seed}   "
-        f"fidelity: {result.fidelity}   wall: {result.wall_time_s:.2f} s",
+        f"fidelity: {result.fidelity}   wall: {wall}",
     ]
     transfer = [p for p in result.phases if p.extra.columns() is None]
     if transfer:

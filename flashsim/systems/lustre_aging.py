@@ -30,6 +30,7 @@ from flashsim.components.ssd import SsdSpec
 from flashsim.config import Bytes, Seconds, StrictModel, field_error
 from flashsim.engine.flows import Flow, Resource
 from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.progress import current
 from flashsim.systems.base import Fidelity
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_cost import op_cost
@@ -374,7 +375,8 @@ def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) 
     wa: list[float] = [ost.aging.write_amplification()]
     trim_s: float | None = None
     trimmed_at = math.inf
-    for k in range(1, phase.steps + 1):
+    steps = current().task("steps", total=phase.steps, unit="step")
+    for k in steps.over(range(1, phase.steps + 1)):
         ost.aging.record(step * capacity * per_drive)
         xs.append(k * step)
         rel.append(measure() / fresh)

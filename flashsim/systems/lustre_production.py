@@ -29,6 +29,7 @@ from pydantic import Field, model_validator
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import Bandwidth, Bytes, Seconds, StrictModel, field_error
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
+from flashsim.progress import current
 from flashsim.systems.lustre_aging import (
     ONSET_LOSS,
     age_ost,
@@ -205,7 +206,7 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
     trim_runs: list[float] = []
     started: dict[int, float] = {}
     flash0 = [_flash_B(ost) for ost in osts]
-    for day in range(phase.days):
+    for day in current().task("days", total=phase.days, unit="day").over(range(phase.days)):
         t0 = day * DAY_S
         if t0 >= next_trim:
             for i, ost in enumerate(osts):

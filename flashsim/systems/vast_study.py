@@ -20,11 +20,11 @@ scenario runs the phase and :mod:`flashsim.studies.vast` for notebooks.
 from __future__ import annotations
 
 import math
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from flashsim import progress as status
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.systems.vast_model import VastModel
 from flashsim.systems.vast_phases import VastGridPhase, VastIopsGridPhase, VastSizeSweepPhase
@@ -118,15 +118,11 @@ def run_units(
     each unit seeds its own system from ``seed`` and its key.
     """
     import pandas as pd
-    from tqdm import tqdm
 
-    show = bool(phase.progress) and sys.stderr.isatty()
-    bar = tqdm(total=total_tests, desc=phase.name, unit="test", disable=not show, leave=False)
+    shown = status.current() if phase.progress else status.Progress(enabled=False)
     arg_sets = [(func, model, phase, seed, chunk) for chunk in deal(units, phase.workers)]
-    try:
-        parts = executor(_run_chunk, arg_sets, bar.update)
-    finally:
-        bar.close()
+    with shown.task("tests", total=total_tests, unit="test") as tests:
+        parts = executor(_run_chunk, arg_sets, tests.advance)
     done = sorted((pair for part in parts for pair in part), key=lambda pair: pair[0])
     return pd.DataFrame([row for _, rows in done for row in rows])
 

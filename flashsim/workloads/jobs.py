@@ -38,6 +38,7 @@ from pydantic import Field, PrivateAttr, ValidationInfo, field_validator, model_
 from flashsim.config import Bytes, NonNegativeSeconds, StrictModel
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.progress import current
 from flashsim.workloads.darshan import DarshanPhase, load_trace, resolve_log
 from flashsim.workloads.job_tally import tally_job
 from flashsim.workloads.mix import MixSpec
@@ -450,6 +451,11 @@ def place_jobs(phase: JobsPhase, seed: int) -> list[list[PlacedJob]]:
     return placed
 
 
+def _clock_of(target: JobTarget) -> Callable[[], float]:
+    """The simulated time of ``target``'s simulation, in seconds (for a progress task)."""
+    return lambda: target.sim.now
+
+
 def run_jobs(
     system: JobTarget,
     phase: JobsPhase,
@@ -462,7 +468,9 @@ def run_jobs(
     engine = JobEngine(system, fidelity, "none", phase.merge, phase.merge_gap)
     start = system.sim.now
     parts = _RunningJobs(system.sim, phase, groups)
-    flat = engine.run([job for group in groups for job in group], parts.done)
+    shown = current()
+    with shown.task("all jobs at once"):  # the phase's own task shows the simulated time
+        flat = engine.run([job for group in groups for job in group], parts.done)
     parts.live = False
     together: list[list[JobTimes]] = []
     k = 0
@@ -471,9 +479,12 @@ def run_jobs(
         k += len(group)
     alone: list[list[JobTimes] | None] = [None] * len(groups)
     if phase.alone:
-        for i, group in enumerate(groups):
-            solo = JobEngine(fresh(), fidelity, "none", phase.merge, phase.merge_gap)
-            alone[i] = solo.run(group)
+        for i, (entry, group) in enumerate(zip(phase.jobs, groups, strict=True)):
+            target = fresh()
+            label = f"alone {i + 1}/{len(groups)} {entry.name}"
+            with shown.task(label, clock=_clock_of(target)):
+                solo = JobEngine(target, fidelity, "none", phase.merge, phase.merge_gap)
+                alone[i] = solo.run(group)
     outcomes = [
         _outcome(entry, group, times, solo)
         for entry, group, times, solo in zip(phase.jobs, groups, together, alone, strict=True)

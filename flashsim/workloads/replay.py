@@ -730,11 +730,17 @@ def write_conflicts(job: PlacedJob, client_nodes: int) -> FloatArray:
     file = ops.file[w]
     region = np.floor(ops.offset_B[w] / region_B[file]).astype(np.int64)
     node = job.nodes_of(ops.rank[w], client_nodes)
-    keys = np.stack([file, region])
-    _, key_id = np.unique(keys, axis=1, return_inverse=True)
+    # (file, region) and (region, node) pairs as single int64 keys: np.unique over 1-D keys
+    # is ~25x faster than over stacked rows (axis=1), the same result
+    if (int(region.max()) + 1) * len(files) >= 2**62:
+        region = np.unique(region, return_inverse=True)[1].ravel()
+    key = file.astype(np.int64) * (int(region.max()) + 1) + region
+    _, key_id = np.unique(key, return_inverse=True)
     key_id = key_id.ravel()
-    pairs = np.unique(np.stack([key_id, node]), axis=1)
-    nodes_per_key = np.bincount(pairs[0], minlength=int(key_id.max()) + 1)
+    # return_counts keeps np.unique on its sort path (NumPy 2.4 hashes 1-D keys without it,
+    # 100x slower on millions of writes)
+    pairs, _ = np.unique(key_id * client_nodes + node, return_counts=True)
+    nodes_per_key = np.bincount(pairs // client_nodes, minlength=int(key_id.max()) + 1)
     conflict = 1.0 - 1.0 / nodes_per_key[key_id]
     total = np.bincount(file, weights=conflict, minlength=len(files))
     calls = np.bincount(file, minlength=len(files))
