@@ -437,6 +437,8 @@ class SweepStoppedError(Exception):
         text = f"sweep {self.reason} after {self.done} of {self.total} points finished"
         if self.store is None:
             return text
+        if self.done == 0:
+            return f"{text}; run the same command with --resume to run them (store {self.store})"
         return (
             f"{text}; they are kept in {self.store}; run the same command with --resume "
             f"to run the other {self.total - self.done}"
