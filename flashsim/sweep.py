@@ -778,6 +778,17 @@ def _run_auto(
     return failures
 
 
+def ran_where(frame: pd.DataFrame) -> str:
+    """Where a sweep's points ran, from ``frame.attrs["executor"]``: ``"run in this process"``."""
+    ran = {
+        "in-process": "run in this process",
+        "dask": "run on Dask",
+        "in-process+dask": "run in this process, then on Dask",
+        "none": "every point was already in it",
+    }
+    return ran.get(str(frame.attrs.get("executor", "")), "run")
+
+
 # --------------------------------------------------------------------- sweep
 def run_sweep(
     scenario: str | Path,
