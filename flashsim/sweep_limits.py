@@ -128,8 +128,10 @@ def format_table(frame: pd.DataFrame, keys: Sequence[str]) -> str:
         The swept keys, shown first.
     """
     cols = [*keys, "name", "bandwidth_GBps", "iops", "ci_rel_halfwidth"]
-    shown = frame[cols].copy()
+    header, *rows = str(frame[cols].to_string(index=False)).splitlines()
     cells = [limited_by(row) for row in frame.to_dict("records")]
-    width = max([len("limited by"), *map(len, cells)])
-    shown["limited by"] = [cell.ljust(width) for cell in cells]  # left-aligned text
-    return str(shown.to_string(index=False))
+    # Text reads best left-aligned: appended to the right of pandas' numeric table.
+    lines = [f"{header} limited by"] + [
+        f"{row} {cell}" for row, cell in zip(rows, cells, strict=True)
+    ]
+    return "\n".join(lines)
