@@ -500,23 +500,16 @@ def sweep(
     except SweepFailedError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(2 if exc.user_error else 1)
-    from flashsim.sweep_limits import limited_by
+    from flashsim.sweep import ran_where
+    from flashsim.sweep_limits import format_table
 
-    ran = {"in-process": "in this process", "dask": "on Dask", "none": "already in it"}
-    how = ran.get(table.attrs.get("executor", ""), "in this process, then on Dask")
-    click.echo(f"sweep: {n_points} point(s) in the store {where} (run {how})", err=True)
+    click.echo(f"sweep: {n_points} point(s) in the store {where} ({ran_where(table)})", err=True)
     if csv_path is not None:
         table.to_csv(csv_path, index=False)
     if as_json:
         click.echo(table.to_json(orient="records", indent=2))
     else:
-        keys = [k for k, _ in axes]
-        cols = [*keys, "name", "bandwidth_GBps", "iops", "ci_rel_halfwidth"]
-        shown = table[cols].copy()
-        cells = [limited_by(row) for row in table.to_dict("records")]
-        width = max([len("limited by"), *map(len, cells)])
-        shown["limited by"] = [cell.ljust(width) for cell in cells]  # left-aligned text
-        click.echo(shown.to_string(index=False))
+        click.echo(format_table(table, [k for k, _ in axes]))
 
 
 def _sweep_axes(varies: Sequence[str]) -> list[tuple[str, list[str]]]:

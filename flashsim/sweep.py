@@ -437,6 +437,8 @@ class SweepStoppedError(Exception):
         text = f"sweep {self.reason} after {self.done} of {self.total} points finished"
         if self.store is None:
             return text
+        if self.done == 0:
+            return f"{text}; run the same command with --resume to run them (store {self.store})"
         return (
             f"{text}; they are kept in {self.store}; run the same command with --resume "
             f"to run the other {self.total - self.done}"
@@ -774,6 +776,17 @@ def _run_auto(
         times.append(time.perf_counter() - started)
         rest = rest[1:]
     return failures
+
+
+def ran_where(frame: pd.DataFrame) -> str:
+    """Where a sweep's points ran, from ``frame.attrs["executor"]``: ``"run in this process"``."""
+    ran = {
+        "in-process": "run in this process",
+        "dask": "run on Dask",
+        "in-process+dask": "run in this process, then on Dask",
+        "none": "every point was already in it",
+    }
+    return ran.get(str(frame.attrs.get("executor", "")), "run")
 
 
 # --------------------------------------------------------------------- sweep

@@ -16,6 +16,8 @@ Parquet store and ``--json`` say why each point ran as fast as it did:
 
 A phase that measured no resource (no flow or queue did any work) has null
 names and NaN utilisations.  Utilisations are dimensionless (0..1).
+:func:`format_table` is the text table of ``flashsim sweep``, with a
+``limited by`` cell per row (:func:`limited_by`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
+import pandas as pd
+
 from flashsim.measure.results import PhaseResult, ResourceLoad
 
-__all__ = ["LIMIT_COLUMNS", "limit_columns", "limited_by"]
+__all__ = ["LIMIT_COLUMNS", "format_table", "limit_columns", "limited_by"]
 
 #: The columns :func:`limit_columns` adds to each row, in order.
 LIMIT_COLUMNS = (
@@ -111,3 +115,23 @@ def limited_by(row: Mapping[Hashable, Any]) -> str:
         f"none; most utilised: {most} ({row['most_utilized_kind']}) "
         f"{_pct(row['most_utilized_utilization'])}"
     )
+
+
+def format_table(frame: pd.DataFrame, keys: Sequence[str]) -> str:
+    """The text table of ``flashsim sweep``: swept keys, phase results and ``limited by``.
+
+    Parameters
+    ----------
+    frame : pandas.DataFrame
+        A sweep's rows (:func:`flashsim.sweep.run_sweep`).
+    keys : sequence of str
+        The swept keys, shown first.
+    """
+    cols = [*keys, "name", "bandwidth_GBps", "iops", "ci_rel_halfwidth"]
+    header, *rows = str(frame[cols].to_string(index=False)).splitlines()
+    cells = [limited_by(row) for row in frame.to_dict("records")]
+    # Text reads best left-aligned: appended to the right of pandas' numeric table.
+    lines = [f"{header} limited by"] + [
+        f"{row} {cell}" for row, cell in zip(rows, cells, strict=True)
+    ]
+    return "\n".join(lines)

@@ -17,8 +17,8 @@ from flashsim.sweep_limits import LIMIT_COLUMNS, limit_columns, limited_by
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios/examples/pipeline-streams.toml"
-# Flow fidelity: one stream of 4 KiB requests leaves the SSD 40 % busy (its latency
-# limits it), three saturate it; the 1 MiB bandwidth phase always saturates it.
+# Flow fidelity: one stream of 4 KiB requests leaves the SSD 40 % busy (no bottleneck),
+# three saturate it; the 1 MiB bandwidth phase always saturates it.
 AXES = [("phases.iops.streams", ["1", "3"])]
 
 

@@ -59,7 +59,7 @@ def test_a_sweep_never_writes_into_the_current_directory_unless_asked(
     assert read_store(store)["point"].unique().tolist() == [0, 1]
     # --resume finds the default store again; nothing is left to run.
     again = CliRunner().invoke(main, ["sweep", str(SCENARIO), *VARY, "--resume"])
-    assert again.exit_code == 0 and "already in it" in again.stderr, again.output
+    assert again.exit_code == 0 and "every point was already in it" in again.stderr, again.output
     # Asked for: a store named under the current directory is written there.
     named = CliRunner().invoke(main, ["sweep", str(SCENARIO), *VARY, "--store", "mine"])
     assert named.exit_code == 0, named.output
