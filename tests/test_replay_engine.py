@@ -307,3 +307,51 @@ def test_an_ior_job_runs_as_fast_as_the_ior_phase_it_mirrors() -> None:
     assert job["bytes_B"] == ior.bytes_B
     # the same streams, write-behind and fsync: the same bandwidth
     assert job["bandwidth_Bps"] == pytest.approx(ior.bandwidth_Bps, rel=0.01)
+
+
+CORI = ROOT / "models" / "systems" / "cori-scratch.toml"
+
+
+def two_rank_reads(sizes: list[float], starts: list[float]) -> JobTrace:
+    """Rank ``r`` reads ``sizes[r]`` bytes of its own file at a random offset, at ``starts[r]``."""
+    n = len(sizes)
+    rows = [
+        {"module": "POSIX", "file": r, "rank": r, "reads": 1, "bytes_read": sizes[r]}
+        for r in range(n)
+    ]
+    ops = OpTable(
+        rank=np.arange(n, dtype=np.int64),
+        file=np.arange(n, dtype=np.int64),
+        record=np.arange(n, dtype=np.int64),
+        write=np.zeros(n, dtype=bool),
+        offset_B=np.full(n, 7.0 * 2**20),  # not at 0: a random (not sequential) read
+        size_B=np.array(sizes, dtype=float),
+        start_s=np.array(starts, dtype=float),
+        end_s=np.array(starts, dtype=float),
+    )
+    files = tuple(TraceFile(f"f{r}", stripe_count=1, osts=(3,)) for r in range(n))
+    trace = JobTrace("t", "test", n, 1.0, files, records_frame(rows), ops, timing="dxt")
+    trace.check()
+    return trace
+
+
+def test_a_small_call_does_not_narrow_the_osc_window_of_large_calls_beside_it() -> None:
+    # The seed-0 outlier of issue 20 (a 4-rank IOR-HDF5 log on cori-scratch: 64 s of I/O for
+    # 8 MB): the OSC window of a (node, OST) was one capacity that each new kind of call
+    # overwrote, so a 1-byte read started beside a 256 KiB read cut the big read's window to
+    # the small kind's (8 x 1 B per HDD round trip): ~20 s instead of milliseconds.
+    model = load_system_model(CORI).model
+    big = 256.0 * 1024
+
+    def run(sizes: list[float]) -> np.ndarray:
+        system = Lustre(model, Simulation(0), "flow")
+        trace = two_rank_reads(sizes, [0.0, 1e-4][: len(sizes)])
+        (times,) = JobEngine(system, "flow").run([PlacedJob("j", trace, ranks_per_node=2)])
+        return np.asarray(times.io_time_s)
+
+    (alone,) = run([big])
+    with_small = run([big, 1.0])
+    assert alone < 0.01  # a 256 KiB read alone: about a millisecond
+    # the small read beside it takes its share of the window's slots, not the window
+    assert with_small[0] < 2 * alone
+    assert with_small[1] < 0.1
