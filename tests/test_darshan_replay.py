@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import struct
+import zlib
 from pathlib import Path
+from typing import Any
 
 import darshan
 import pytest
@@ -131,3 +134,78 @@ def test_a_missing_log_or_model_exits_2(tmp_path: Path) -> None:
     log = PACKAGE / "examples" / "example_logs" / "dxt.darshan"
     out = run_flashsim("replay", str(log), "--system", str(tmp_path / "none.toml"))
     assert out.returncode == 2 and "no such model file" in out.stderr
+
+
+def with_job_field(src: Path, dst: Path, offset: int, value: int) -> Path:
+    """A copy of a 3.x log whose job record has the int64 at ``offset`` set to ``value``.
+
+    The job record is the zlib stream after the header; it is re-compressed and
+    the header's region map shifted by the change in its length, so the rest
+    of the log reads as before (a hand-made garbage header, as pre-release
+    3.41 logs have).
+    """
+    raw = src.read_bytes()
+    assert raw[:4] in (b"3.10", b"3.20", b"3.21") and raw[16] == 0  # zlib, 16 modules
+    map_at, n_regions = 24, 17
+    header_B = map_at + 16 * n_regions + 4 * 16
+    maps = list(struct.unpack_from(f"<{2 * n_regions}Q", raw, map_at))
+    job_end = maps[0]  # the name region follows the job record
+    job = bytearray(zlib.decompress(raw[header_B:job_end]))
+    struct.pack_into("<q", job, offset, value)
+    packed = zlib.compress(bytes(job))
+    shift = len(packed) - (job_end - header_B)
+    for i in range(0, len(maps), 2):
+        if maps[i + 1] > 0 and maps[i] >= job_end:
+            maps[i] += shift
+    head = bytearray(raw[:header_B])
+    struct.pack_into(f"<{len(maps)}Q", head, map_at, *maps)
+    dst.write_bytes(bytes(head) + packed + raw[job_end:])
+    return dst
+
+
+#: Offsets (bytes) in a 3.00-3.21 job record: uid, start_time, end_time, nprocs, jobid.
+NPROCS_AT, START_AT = 24, 8
+
+
+@pytest.mark.parametrize(
+    ("offset", "value", "expected"),
+    [
+        (NPROCS_AT, 4427712942739450219, "header field nprocs = 4427712942739450219 is "
+         "impossible (expected 1..2147483647"),
+        (NPROCS_AT, 0, "header field nprocs = 0 is impossible"),
+        (START_AT, -5, "header field start_time_sec = -5 is impossible"),
+        (START_AT, 1594155560, "header field end_time_sec = 1594155460 is impossible "
+         "(expected >= start_time_sec = 1594155560)"),
+    ],
+)  # fmt: skip
+def test_a_garbage_header_names_the_file_and_the_impossible_field(
+    tmp_path: Path, offset: int, value: int, expected: str
+) -> None:
+    src = PACKAGE / "examples" / "example_logs" / "ior_hdf5_example.darshan"
+    same = with_job_field(src, tmp_path / "same.darshan", NPROCS_AT, 4)
+    assert replay(same, CORI).conserved  # the re-packing alone changes nothing
+    log = with_job_field(src, tmp_path / "garbage.darshan", offset, value)
+    out = run_flashsim("replay", str(log), "--system", str(CORI))
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert out.stderr == f"error: {log}: {expected}" + out.stderr.split(expected, 1)[1]
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_a_replay_reads_its_log_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from flashsim import cli
+    from flashsim.workloads import darshan_log
+
+    reads: list[Path] = []
+    real = darshan_log.read_darshan
+
+    def counting(path: str | Path, *args: Any, **kwargs: Any) -> Any:
+        reads.append(Path(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(darshan_log, "read_darshan", counting)
+    log = PACKAGE / "examples" / "example_logs" / "ior_hdf5_example.darshan"
+    out = CliRunner().invoke(cli.main, ["replay", str(log), "--system", str(CORI), "--json"])
+    assert out.exit_code == 0, out.output
+    assert reads == [log.resolve()]

@@ -152,6 +152,8 @@ _BUCKETS = (
 #: Log format versions darshan-util 3.5 (pydarshan 3.5.0) reads; source:
 #: darshan-util/darshan-logutils.c ``darshan_log_get_header``.
 SUPPORTED_VERSIONS = ("3.00", "3.10", "3.20", "3.21", "3.41")
+#: Most ranks a log's ``nprocs`` may claim: an MPI communicator's size is a C ``int``.
+MAX_NPROCS = 2**31 - 1
 #: ``DARSHAN_MAGIC_NR`` (include/darshan-log-format.h).
 _MAGIC = 6567223
 
@@ -196,7 +198,10 @@ def read_darshan(
         raise
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise DarshanLogError(f"{path}: inconsistent log contents ({exc})") from None
-    trace.check()
+    try:
+        trace.check()
+    except ValueError as exc:
+        raise DarshanLogError(f"{path}: inconsistent log contents ({exc})") from None
     return trace
 
 
@@ -523,10 +528,38 @@ def _filesystem(name: str, mounts: Sequence[tuple[str, str]]) -> tuple[str, str]
     return best
 
 
+def check_job_header(path: Path, job: dict[str, Any]) -> None:
+    """Raise :class:`DarshanLogError` naming the first impossible field of a log's job header.
+
+    A header pydarshan decodes with the wrong layout (pre-release 3.41 logs
+    carry the final version string over an older job record) yields garbage
+    such as ``nprocs = 4427712942739450219``; the fields checked are
+    ``nprocs`` (1 .. :data:`MAX_NPROCS`) and the start and end times (seconds
+    since 1970, not negative, the end not before the start).
+    """
+    nprocs = int(job["nprocs"])
+    if not 1 <= nprocs <= MAX_NPROCS:
+        raise DarshanLogError(
+            f"{path}: header field nprocs = {nprocs} is impossible "
+            f"(expected 1..{MAX_NPROCS}, the ranks an MPI communicator can hold)"
+        )
+    start, end = int(job["start_time_sec"]), int(job["end_time_sec"])
+    for key, value in (("start_time_sec", start), ("end_time_sec", end)):
+        if value < 0:
+            raise DarshanLogError(
+                f"{path}: header field {key} = {value} is impossible "
+                "(expected seconds since 1970, >= 0)"
+            )
+    if end < start:
+        raise DarshanLogError(
+            f"{path}: header field end_time_sec = {end} is impossible "
+            f"(expected >= start_time_sec = {start})"
+        )
+
+
 def _build_trace(path: Path, raw: dict[str, Any], rng: np.random.Generator) -> JobTrace:
+    check_job_header(path, raw["job"])
     nprocs = int(raw["job"]["nprocs"])
-    if nprocs < 1:
-        raise DarshanLogError(f"{path}: corrupt log (nprocs = {nprocs})")
     notes: list[str] = []
     names: dict[int, str] = raw["names"]
     mounts: list[tuple[str, str]] = raw["mounts"]
@@ -1360,8 +1393,10 @@ __all__ = [
     "REPLAYED_MODULES",
     "SUPPORTED_VERSIONS",
     "DarshanLogError",
+    "MAX_NPROCS",
     "ModelMatch",
     "check_header",
+    "check_job_header",
     "closest_model",
     "model_match",
     "read_darshan",
