@@ -263,8 +263,12 @@ def replay(
     """Replay the Darshan LOG on a system: per file and rank, simulated beside recorded.
 
     DXT calls are replayed as recorded; without DXT, calls are drawn from the
-    counters (the output's notes say what is exact).  Replayed bytes and calls
-    equal the log's counters for every record.
+    counters (the output's notes say what is exact).  POSIX and STDIO calls
+    are replayed, their bytes and calls equal to the log's counters for every
+    record; modules above POSIX (MPI-IO, HDF5, PnetCDF) are their POSIX calls,
+    and any other (DFS, DAOS) is listed as not replayed.  The text lists the
+    files moving most bytes and the ranks with most I/O time (--json: all of
+    them, and per module).
     """
     from flashsim.measure.report import format_run_text
     from flashsim.scenario import run_loaded, scenario_from_data

@@ -100,7 +100,7 @@ def test_replay_cli_reports_files_ranks_and_the_job_beside_the_log() -> None:
         assert key in extra["ranks"][0]
     text = run_flashsim("replay", str(log), "--system", str(CORI), "--speedup", "io-only")
     assert text.returncode == 0, text.stderr
-    assert "conserved: every counter record matches" in text.stdout
+    assert "conserved: every POSIX counter record matches" in text.stdout  # what was replayed
     assert "cumulative I/O time: simulated" in text.stdout
 
 
@@ -209,3 +209,94 @@ def test_a_replay_reads_its_log_once(monkeypatch: pytest.MonkeyPatch) -> None:
     out = CliRunner().invoke(cli.main, ["replay", str(log), "--system", str(CORI), "--json"])
     assert out.exit_code == 0, out.output
     assert reads == [log.resolve()]
+
+
+def replay_trace(trace: Any, model: Path = PERLMUTTER) -> ReplayDetails:
+    """Replay an already built trace (``log`` only names it)."""
+    system = Lustre(load_system_model(model).model, Simulation(0), "flow")  # type: ignore[arg-type]
+    log = PACKAGE / "examples" / "example_logs" / "ior_hdf5_example.darshan"
+    phase = DarshanPhase.model_validate({"name": "r", "workload": "darshan", "log": str(log)})
+    phase._trace = trace
+    return run_darshan(system, phase, "flow", 0).details(ReplayDetails)
+
+
+def test_modules_not_replayed_are_named_and_conserved_speaks_of_the_replayed_ones() -> None:
+    import numpy as np
+
+    from flashsim.workloads.darshan_log import _build_trace, _extract, unreplayed_modules
+
+    log = PACKAGE / "examples" / "example_logs" / "ior_hdf5_example.darshan"
+    raw = _extract(str(log))
+    # a DFS record as IOR-DFS logs hold: 64 reads and 64 writes of 256 KiB, one of each
+    # asynchronous (DFS_NB_* count those again, so they are not added)
+    names = ["DFS_READS", "DFS_WRITES", "DFS_NB_READS", "DFS_NB_WRITES", "DFS_BYTES_READ",
+             "DFS_BYTES_WRITTEN"]  # fmt: skip
+    raw["counters"]["DFS"] = {
+        "id": np.array([7], dtype=np.uint64),
+        "rank": np.array([-1]),
+        "counters": np.array([[64, 64, 1, 1, 2**24, 2**24]]),
+        "fcounters": np.array([[0.1, 0.2]]),
+        "names": names,
+        "fnames": ["DFS_F_READ_TIME", "DFS_F_WRITE_TIME"],
+    }
+    (dfs,) = [u for u in unreplayed_modules(raw) if u.module == "DFS"]
+    assert (dfs.reads, dfs.writes, dfs.bytes_read_B + dfs.bytes_written_B) == (64, 64, 2**25)
+    assert dfs.recorded_io_time_s == pytest.approx(0.3) and not dfs.above_posix
+    trace = _build_trace(log, raw, np.random.default_rng(0))
+    d = replay_trace(trace, CORI)
+    assert d.conserved
+    text = "\n".join(d.findings())
+    assert "conserved: every POSIX counter record matches" in text
+    assert "NOT replayed (not in the times below): DFS 1 record(s), 128 calls, 33.55 MB" in text
+    assert "above POSIX, replayed as its POSIX calls: MPI-IO" in text
+    extra = d.to_dict()
+    assert {u["module"]: u["above_posix"] for u in extra["not_replayed"]}["DFS"] is False
+    # the replayed modules' breakdown adds up to the job
+    assert [m["module"] for m in extra["modules"]] == ["POSIX"]
+    assert extra["modules"][0]["sim_io_time_s"] == pytest.approx(d.total.sim_io_time_s)
+
+
+def test_text_lists_top_files_and_ranks_and_json_has_a_module_breakdown() -> None:
+    log = PACKAGE / "tests" / "input" / "sample-goodost.darshan"  # 48 ranks, 6,239 calls
+    out = run_flashsim("replay", str(log), "--system", str(CORI), "--speedup", "io-only")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "files (the " in text and "ranks (the 5 with most simulated I/O time):" in text
+    ranks = [line for line in text.splitlines() if line.strip().startswith("rank ")]
+    assert len(ranks) == 5  # bounded
+    assert "  ... and 43 more" in text
+    js = run_flashsim("replay", str(log), "--system", str(CORI), "--speedup", "io-only", "--json")
+    extra = json.loads(js.stdout)["phases"][0]["extra"]
+    assert len(extra["ranks"]) == 48
+    modules = {m["module"]: m for m in extra["modules"]}
+    assert set(modules) <= {"POSIX", "STDIO"} and modules
+    for key in ("reads", "writes", "bytes_read_B", "bytes_written_B", "sim_io_time_s"):
+        assert sum(m[key] for m in modules.values()) == pytest.approx(extra["total"][key])
+    for m in modules.values():
+        assert "recorded_io_time_s" in m
+
+
+def test_a_tiny_simulated_io_time_says_why() -> None:
+    import numpy as np
+
+    from flashsim.workloads.trace import JobTrace, OpTable, TraceFile, records_frame
+
+    # one rank writes 10 x 16 MiB (stdio) with 1 s of computation between: the servers
+    # drain each write long before the next, so no write waits
+    n, size = 10, 16.0 * 2**20
+    starts = np.arange(n) * 1.0 + 1.0
+    rows = [{"module": "STDIO", "file": 0, "rank": 0, "writes": n, "bytes_written": n * size,
+             "io_time_s": 0.05 * n}]  # fmt: skip
+    ops = OpTable(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64),
+                  np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool), np.arange(n) * size,
+                  np.full(n, size), starts, starts + 0.05)  # fmt: skip
+    trace = JobTrace("w", "test", 1, 12.0, (TraceFile("/f"),), records_frame(rows), ops,
+                     timing="dxt")  # fmt: skip
+    d = replay_trace(trace)
+    assert d.total.sim_io_time_s == 0.0 and d.io_time_ratio == 0.0
+    assert (d.writes_absorbed, d.bytes_absorbed_B) == (n, n * size)
+    text = "\n".join(d.findings())
+    assert "(x0)" in text
+    assert "why so small: 10 of 10 writes (0.1678 GB) returned at once into the client's " \
+        "write-back budget" in text
+    assert "what limited it: the last rank to finish (rank 0) spent 10.5 s computing" in text

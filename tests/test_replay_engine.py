@@ -355,3 +355,38 @@ def test_a_small_call_does_not_narrow_the_osc_window_of_large_calls_beside_it() 
     # the small read beside it takes its share of the window's slots, not the window
     assert with_small[0] < 2 * alone
     assert with_small[1] < 0.1
+
+
+def test_buffered_writes_run_ahead_of_the_servers_by_at_most_the_budget() -> None:
+    # issue 20: buffered writes must wait once the client's dirty budget is full.  One rank
+    # issues 48 writes of 64 MiB back to back (3 GiB, unmerged): when each returns, the bytes
+    # it has written that have not yet reached the servers fit in its budget.
+    system = lustre()
+    n, size = 48, 64.0 * 2**20
+    trace = one_rank_trace([k * size for k in range(n)], [size] * n, [0.0] * n, [0.0] * n)
+    engine = JobEngine(system, "flow", merge=False)
+    (times,) = engine.run([PlacedJob("j", trace)])
+    budget = engine.write_behind_B()
+    assert 0 < budget < n * size / 2
+    for k in range(n):
+        pending = (times.server_end_s[: k + 1] > times.end_s[k] * (1 + 1e-12)) * size
+        assert pending.sum() <= budget
+    # so the rank waited for all but a budget's worth to drain
+    assert times.end_s[-1] > 0
+    assert times.io_time_s.sum() > 0
+
+
+def test_a_near_empty_job_does_not_saturate_a_nic_it_met_at_its_first_call() -> None:
+    # issue 20: a 151 B job named its client NIC as its >= 99 % bottleneck: the node was
+    # built at the rank's first call (after 1 s of computation), so its NIC's utilisation
+    # was measured over the nanoseconds it existed.  Built at the job's start, it is idle.
+    from flashsim.measure.bottlenecks import mark, phase_loads
+
+    system = lustre()
+    trace = one_rank_trace([0.0], [151.0], [1.0], [1.0])
+    start = mark(system.sim)
+    JobEngine(system, "flow").run([PlacedJob("j", trace)])
+    bottlenecks, most = phase_loads(system.sim, start)
+    assert system.sim.now >= 1.0
+    assert bottlenecks == []
+    assert all(m.utilization < 0.01 for m in most)

@@ -128,6 +128,7 @@ from flashsim.workloads.trace import (
     JobTrace,
     OpTable,
     TraceFile,
+    UnreplayedModule,
     records_frame,
 )
 
@@ -640,7 +641,8 @@ def _build_trace(path: Path, raw: dict[str, Any], rng: np.random.Generator) -> J
     elif n_drawn:
         notes.insert(0, f"{n_drawn} calls drawn from counters (no DXT trace)")
     notes.extend(stats.notes())
-    notes.extend(_above_posix_notes(raw))
+    unreplayed = unreplayed_modules(raw)
+    notes.extend(_unreplayed_notes(unreplayed))
     if not present:
         notes.append("the log has no POSIX or STDIO records: nothing to replay")
     partial = [k for k, v in raw["modules"].items() if v]
@@ -669,6 +671,7 @@ def _build_trace(path: Path, raw: dict[str, Any], rng: np.random.Generator) -> J
         timing=timing,
         notes=tuple(notes),
         recorded_on=_recorded_on(raw, files, records),
+        unreplayed=unreplayed,
     )
 
 
@@ -790,33 +793,82 @@ def _specs(
     return out
 
 
-def _above_posix_notes(raw: dict[str, Any]) -> list[str]:
+#: Call counters of modules whose calls are not ``<PREFIX>_READS``/``_WRITES`` alone (read
+#: counters, write counters).  MPI-IO's four kinds are disjoint; a DFS call counts in
+#: ``DFS_READS`` or ``DFS_READXS`` and, when asynchronous, in ``DFS_NB_READS`` too, so the
+#: latter is left out (darshan-runtime/lib/darshan-dfs.c, ``DFS_RECORD_READ``); DAOS counts
+#: object, array and key-value calls apart (darshan-runtime/lib/darshan-daos.c).
+_CALL_COUNTERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "MPI-IO": (
+        ("MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS", "MPIIO_NB_READS"),
+        ("MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES", "MPIIO_NB_WRITES"),
+    ),
+    "PNETCDF_VAR": (
+        ("PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_NB_READS"),
+        ("PNETCDF_VAR_INDEP_WRITES", "PNETCDF_VAR_COLL_WRITES", "PNETCDF_VAR_NB_WRITES"),
+    ),
+    "DFS": (("DFS_READS", "DFS_READXS"), ("DFS_WRITES", "DFS_WRITEXS")),
+    "DAOS": (
+        ("DAOS_OBJ_FETCHES", "DAOS_ARRAY_READS", "DAOS_KV_GETS"),
+        ("DAOS_OBJ_UPDATES", "DAOS_ARRAY_WRITES", "DAOS_KV_PUTS"),
+    ),
+}
+#: Why a module's calls are not replayed (modules not listed: no model replays them).
+_WHY_NOT: dict[str, str] = {
+    "DFS": "DAOS file system calls: no flashsim model serves DAOS",
+    "DAOS": "DAOS object calls (under DFS): no flashsim model serves DAOS",
+}
+
+
+def unreplayed_modules(raw: dict[str, Any]) -> tuple[UnreplayedModule, ...]:
+    """Every module of a log with counters that is not replayed, with its own counts.
+
+    Modules above POSIX (:data:`ABOVE_POSIX`) are counted again as the POSIX
+    calls replayed; any other (DFS, DAOS, ...) is not in the replay at all.
+    """
     out = []
-    for m in ABOVE_POSIX:
-        data = raw["counters"].get(m)
-        if data is None:
+    for m, data in raw["counters"].items():
+        if m in REPLAYED_MODULES:
             continue
-        names, c = data["names"], data["counters"]
+        names, c = list(data["names"]), np.asarray(data["counters"])
+        fnames, f = list(data["fnames"]), np.asarray(data["fcounters"])
+        pre = "MPIIO" if m == "MPI-IO" else m
+        read_cols, write_cols = _CALL_COUNTERS.get(m, ((f"{pre}_READS",), (f"{pre}_WRITES",)))
 
         def total(cols: Sequence[str], names: list[str] = names, c: IntArray = c) -> int:
             idx = [names.index(k) for k in cols if k in names]
             return int(np.maximum(c[:, idx], 0).sum()) if idx else 0
 
-        pre = "MPIIO" if m == "MPI-IO" else m
-        calls = total(
-            [
-                f"{pre}_{a}_{b}"
-                for a in ("INDEP", "COLL", "SPLIT", "NB")
-                for b in ("READS", "WRITES")
-            ]
-            + [f"{pre}_READS", f"{pre}_WRITES"]
-        )
-        nbytes = total([f"{pre}_BYTES_READ", f"{pre}_BYTES_WRITTEN"])
+        times = [fnames.index(k) for k in (f"{pre}_F_READ_TIME", f"{pre}_F_WRITE_TIME")
+                 if k in fnames]  # fmt: skip
+        known = f[:, times][f[:, times] >= 0] if times else np.zeros(0)
+        above = m in ABOVE_POSIX
         out.append(
-            f"{m}: {len(c)} record(s), {calls} calls, {nbytes} B not replayed "
-            "(they reach the file system as the POSIX calls replayed)"
+            UnreplayedModule(
+                module=m,
+                records=len(c),
+                reads=total(read_cols),
+                writes=total(write_cols),
+                bytes_read_B=float(total((f"{pre}_BYTES_READ",))),
+                bytes_written_B=float(total((f"{pre}_BYTES_WRITTEN",))),
+                recorded_io_time_s=float(known.sum()) if known.size else None,
+                above_posix=above,
+                reason=(
+                    "its calls reach the file system as the POSIX calls replayed"
+                    if above
+                    else _WHY_NOT.get(m, "flashsim replays POSIX and STDIO calls only")
+                ),
+            )
         )
-    return out
+    return tuple(out)
+
+
+def _unreplayed_notes(modules: Sequence[UnreplayedModule]) -> list[str]:
+    return [
+        f"{u.module}: {u.records} record(s), {u.reads + u.writes} calls, "
+        f"{u.bytes_read_B + u.bytes_written_B:.0f} B not replayed ({u.reason})"
+        for u in modules
+    ]
 
 
 def _recorded_on(raw: dict[str, Any], files: Sequence[TraceFile], records: pd.DataFrame) -> str:
@@ -1401,4 +1453,5 @@ __all__ = [
     "model_match",
     "read_darshan",
     "sequential_counts",
+    "unreplayed_modules",
 ]

@@ -525,14 +525,27 @@ class JobEngine:
             )
             outcomes.append(times)
             bounds = np.searchsorted(transfers.rank, np.arange(job.trace.nprocs + 1))
+            moving = (transfers.size_B > 0) & ~transfers.cached
             for rank in range(job.trace.nprocs):
                 lo, hi = int(bounds[rank]), int(bounds[rank + 1])
                 if hi > lo:
                     node = job.node_of(rank, client_nodes)
+                    first = lo + int(np.argmax(moving[lo:hi]))
+                    if moving[first]:
+                        # the rank's client side (node, NIC, OSC) exists from the start, not
+                        # from its first call: its utilisation is over the whole run
+                        self._stream(self._access(times, node, first))
                     procs.append(env.process(self._rank(times, rank, node, lo, hi, t0)))
         if procs:
             sim.run(env.all_of(procs))
         return outcomes
+
+    def write_behind_B(self) -> float:
+        """The largest dirty-page budget (bytes) a rank's buffered writes had in the last run.
+
+        0 when no call was a buffered write.
+        """
+        return max((s.write_behind_B for a, s in self._streams.items() if a.write), default=0.0)
 
     def _access(self, times: JobTimes, node: int, k: int) -> Access:
         job = times.job
