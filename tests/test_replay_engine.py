@@ -359,10 +359,10 @@ def test_a_small_call_does_not_narrow_the_osc_window_of_large_calls_beside_it() 
 
 def test_buffered_writes_run_ahead_of_the_servers_by_at_most_the_budget() -> None:
     # issue 20: buffered writes must wait once the client's dirty budget is full.  One rank
-    # issues 48 writes of 64 MiB back to back (3 GiB, unmerged): when each returns, the bytes
+    # issues 80 writes of 64 MiB back to back (5 GiB, unmerged): when each returns, the bytes
     # it has written that have not yet reached the servers fit in its budget.
     system = lustre()
-    n, size = 48, 64.0 * 2**20
+    n, size = 80, 64.0 * 2**20
     trace = one_rank_trace([k * size for k in range(n)], [size] * n, [0.0] * n, [0.0] * n)
     engine = JobEngine(system, "flow", merge=False)
     (times,) = engine.run([PlacedJob("j", trace)])

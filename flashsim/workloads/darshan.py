@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-
 from pydantic import Field, PrivateAttr, ValidationInfo, field_validator
 
 from flashsim.config import StrictModel
