@@ -18,6 +18,10 @@ The exit status is 1 when any log FAILED, else 0.
 Usage::
 
     .venv/bin/python tools/replay_corpus.py DIR [--max-calls 200000] [--timeout 600]
+        [--exclude 'GLOB' ...]
+
+``--exclude`` leaves out logs whose path relative to ``DIR`` matches a glob (e.g.
+``'dlio_logs/*'``); they are counted as ``excluded``.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 
 from flashsim.workloads.darshan_log import DarshanLogError, model_match, read_darshan
@@ -47,7 +52,7 @@ class Outcome:
     log : Path
         The log.
     status : str
-        ``replayed``, ``refused``, ``skipped`` or ``FAILED``.
+        ``replayed``, ``refused``, ``skipped``, ``excluded`` or ``FAILED``.
     detail : str
         One line: the replay's numbers, the refusal's message or why it failed.
     wall_s : float
@@ -120,6 +125,8 @@ def main() -> int:
                         help="Skip logs with more read and write calls than this.")  # fmt: skip
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="Wall-clock seconds each replay may take.")  # fmt: skip
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="Leave out logs whose relative path matches (repeatable).")  # fmt: skip
     args = parser.parse_args()
     logs = sorted(args.directory.rglob("*.darshan"))
     if not logs:
@@ -127,16 +134,19 @@ def main() -> int:
         return 2
     outcomes = []
     for log in logs:
+        rel = str(log.relative_to(args.directory))
+        if any(fnmatch(rel, pattern) for pattern in args.exclude):
+            outcomes.append(Outcome(log, "excluded", "--exclude", 0.0))
+            continue
         model, why = choose(log, args.max_calls)
         if model is None:
             outcome = Outcome(log, "skipped", why, 0.0)
         else:
             outcome = replay_one(log, model, args.timeout)
         outcomes.append(outcome)
-        name = log.relative_to(args.directory)
-        print(f"{outcome.status:<8} {outcome.wall_s:7.1f} s  {name}: {outcome.detail}", flush=True)
+        print(f"{outcome.status:<8} {outcome.wall_s:7.1f} s  {rel}: {outcome.detail}", flush=True)
     counts = {s: sum(o.status == s for o in outcomes) for s in
-              ("replayed", "refused", "skipped", "FAILED")}  # fmt: skip
+              ("replayed", "refused", "skipped", "excluded", "FAILED")}  # fmt: skip
     print(", ".join(f"{n} {s}" for s, n in counts.items()) + f" of {len(outcomes)} logs")
     return 1 if counts["FAILED"] else 0
 

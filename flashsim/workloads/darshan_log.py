@@ -12,8 +12,11 @@ is counted by STDIO, not by POSIX).  MPI-IO, HDF5 (H5F/H5D) and PnetCDF sit
 *above* POSIX: their calls reach the file system as POSIX calls, already
 counted, so their counters are left out of the replayed calls (the trace's
 notes say how many calls and bytes they recorded).  DFS/DAOS (no POSIX file
-system), LUSTRE (striping only, used for placement) and the other modules
-carry no replayable data.  ``JobTrace.records`` has one row per POSIX and
+system) are not replayed at all.  Every module with I/O counters that is not
+replayed is in ``JobTrace.unreplayed`` with its own records, calls, bytes and
+recorded time (:func:`unreplayed_modules`), so a report can say what it left
+out.  LUSTRE (striping only, used for placement), HEATMAP, APMPI/APXC and DXT
+carry no calls of their own.  ``JobTrace.records`` has one row per POSIX and
 STDIO counter record, with the log's own counters; a file shared by all
 ranks is one record with rank -1, as the log keeps it.
 
@@ -86,7 +89,10 @@ Counters only: what is drawn (seeded ``numpy.random.Generator``)
 
 Bad input
 ---------
-A missing, empty, truncated, corrupt or unsupported file raises
+A job header with an impossible field (:func:`check_job_header`: ``nprocs``
+outside 1 .. 2^31 - 1, negative times, an end before the start; pre-release
+3.41 logs decode to such garbage) raises :class:`DarshanLogError` naming the
+field and its value.  A missing, empty, truncated, corrupt or unsupported file raises
 :class:`DarshanLogError` (a ``ValueError``) with one line naming the file and
 what is wrong.  pydarshan's C library aborts or crashes the interpreter on
 some truncated logs (measured: a 1,000-byte prefix of ``dxt.darshan``

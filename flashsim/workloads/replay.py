@@ -43,6 +43,11 @@ servers until it has drained, and the run lasts until then).  A stdio call
 (Darshan's STDIO module) is buffered in user space: its size class is at
 least the stdio buffer (:data:`DEFAULT_STRIPE_B`).
 
+A rank's client side (its node, NIC and the OSC windows of its first call's
+file) is built when the run starts, not at its first call, so that a
+resource's utilisation is measured over the whole run (a 151 B job whose
+NIC appeared at its only call would have saturated it for nanoseconds).
+
 What is not modelled: metadata calls (open, stat, close) take no simulated
 time here; a call's time starts when its rank issues it, whatever the other
 ranks do (no MPI collectives); read-ahead across calls in flow fidelity
