@@ -126,7 +126,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="Wall-clock seconds each replay may take.")  # fmt: skip
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
-                        help="Leave out logs whose relative path matches (repeatable).")  # fmt: skip
+                        help="Leave out logs whose path matches (repeatable).")  # fmt: skip
     args = parser.parse_args()
     logs = sorted(args.directory.rglob("*.darshan"))
     if not logs:
