@@ -278,8 +278,8 @@ class ReplayDetails(PhaseDetails):
             parts.append(
                 f"{self.writes_absorbed:,} of {t.writes:,} writes "
                 f"({self.bytes_absorbed_B / 1e9:.4g} GB) returned at once into the client's "
-                f"write-back budget ({self.write_behind_B / 1e6:.4g} MB per rank), which the "
-                "servers drained as fast as the ranks wrote"
+                f"write-back budget ({self.write_behind_B / 1e6:.4g} MB per rank): no rank "
+                "got a budget ahead of the servers, so none waited"
             )
         if self.reads_cached:
             parts.append(
