@@ -273,22 +273,22 @@ def replay(
     """Replay the Darshan LOG on a system: per file and rank, simulated beside recorded.
 
     DXT calls are replayed as recorded; without DXT, calls are drawn from the
-    counters (the output's notes say what is exact).  Replayed bytes and calls
-    equal the log's counters for every record.
+    counters (the output's notes say what is exact).  POSIX and STDIO calls
+    are replayed, their bytes and calls equal to the log's counters for every
+    record; modules above POSIX (MPI-IO, HDF5, PnetCDF) are their POSIX calls,
+    and any other (DFS, DAOS) is listed as not replayed.  The text lists the
+    files moving most bytes and the ranks with most I/O time (--json: all of
+    them, and per module).
     """
     from flashsim.measure.report import format_run_text
     from flashsim.scenario import run_loaded, scenario_from_data
     from flashsim.wallclock import process_wall_s
-    from flashsim.workloads.darshan import darshan_phase_data, load_trace
+    from flashsim.workloads.darshan import darshan_phase_data
 
     if not log.is_file():
         raise ConfigError(str(log), "", MISSING, "no such Darshan log file")
     if not system.is_file():
         raise ConfigError(str(system), "", MISSING, "no such model file (--system)")
-    try:
-        load_trace(log, seed)  # a bad log is named by its own path, before anything else
-    except ValueError as exc:
-        raise ConfigError("", "", MISSING, str(exc)) from None
     data: dict[str, Any] = {
         "name": f"replay {log.name}",
         "system": str(system.resolve()),
@@ -296,7 +296,12 @@ def replay(
         "fidelity": fidelity,
         "phases": [darshan_phase_data(log.resolve(), speedup, ranks_per_node=ranks_per_node)],
     }
-    loaded = scenario_from_data(data, Path("flashsim replay"), _overrides(sets))
+    try:  # the log is read once, here (the phase keeps its trace for the run)
+        loaded = scenario_from_data(data, Path("flashsim replay"), _overrides(sets))
+    except ConfigError as exc:
+        if exc.key == "phases.0.log":  # a bad log is named by its own path alone
+            raise ConfigError("", "", MISSING, exc.expected) from None
+        raise
     result = run_loaded(loaded, progress=not as_json)
     if as_json:
         click.echo(_dumps(result.to_dict()))

@@ -307,3 +307,86 @@ def test_an_ior_job_runs_as_fast_as_the_ior_phase_it_mirrors() -> None:
     assert job["bytes_B"] == ior.bytes_B
     # the same streams, write-behind and fsync: the same bandwidth
     assert job["bandwidth_Bps"] == pytest.approx(ior.bandwidth_Bps, rel=0.01)
+
+
+CORI = ROOT / "models" / "systems" / "cori-scratch.toml"
+
+
+def two_rank_reads(sizes: list[float], starts: list[float]) -> JobTrace:
+    """Rank ``r`` reads ``sizes[r]`` bytes of its own file at a random offset, at ``starts[r]``."""
+    n = len(sizes)
+    rows = [
+        {"module": "POSIX", "file": r, "rank": r, "reads": 1, "bytes_read": sizes[r]}
+        for r in range(n)
+    ]
+    ops = OpTable(
+        rank=np.arange(n, dtype=np.int64),
+        file=np.arange(n, dtype=np.int64),
+        record=np.arange(n, dtype=np.int64),
+        write=np.zeros(n, dtype=bool),
+        offset_B=np.full(n, 7.0 * 2**20),  # not at 0: a random (not sequential) read
+        size_B=np.array(sizes, dtype=float),
+        start_s=np.array(starts, dtype=float),
+        end_s=np.array(starts, dtype=float),
+    )
+    files = tuple(TraceFile(f"f{r}", stripe_count=1, osts=(3,)) for r in range(n))
+    trace = JobTrace("t", "test", n, 1.0, files, records_frame(rows), ops, timing="dxt")
+    trace.check()
+    return trace
+
+
+def test_a_small_call_does_not_narrow_the_osc_window_of_large_calls_beside_it() -> None:
+    # The seed-0 outlier of issue 20 (a 4-rank IOR-HDF5 log on cori-scratch: 64 s of I/O for
+    # 8 MB): the OSC window of a (node, OST) was one capacity that each new kind of call
+    # overwrote, so a 1-byte read started beside a 256 KiB read cut the big read's window to
+    # the small kind's (8 x 1 B per HDD round trip): ~20 s instead of milliseconds.
+    model = load_system_model(CORI).model
+    big = 256.0 * 1024
+
+    def run(sizes: list[float]) -> np.ndarray:
+        system = Lustre(model, Simulation(0), "flow")
+        trace = two_rank_reads(sizes, [0.0, 1e-4][: len(sizes)])
+        (times,) = JobEngine(system, "flow").run([PlacedJob("j", trace, ranks_per_node=2)])
+        return np.asarray(times.io_time_s)
+
+    (alone,) = run([big])
+    with_small = run([big, 1.0])
+    assert alone < 0.01  # a 256 KiB read alone: about a millisecond
+    # the small read beside it takes its share of the window's slots, not the window
+    assert with_small[0] < 2 * alone
+    assert with_small[1] < 0.1
+
+
+def test_buffered_writes_run_ahead_of_the_servers_by_at_most_the_budget() -> None:
+    # issue 20: buffered writes must wait once the client's dirty budget is full.  One rank
+    # issues 80 writes of 64 MiB back to back (5 GiB, unmerged): when each returns, the bytes
+    # it has written that have not yet reached the servers fit in its budget.
+    system = lustre()
+    n, size = 80, 64.0 * 2**20
+    trace = one_rank_trace([k * size for k in range(n)], [size] * n, [0.0] * n, [0.0] * n)
+    engine = JobEngine(system, "flow", merge=False)
+    (times,) = engine.run([PlacedJob("j", trace)])
+    budget = engine.write_behind_B()
+    assert 0 < budget < n * size / 2
+    for k in range(n):
+        pending = (times.server_end_s[: k + 1] > times.end_s[k] * (1 + 1e-12)) * size
+        assert pending.sum() <= budget
+    # so the rank waited for all but a budget's worth to drain
+    assert times.end_s[-1] > 0
+    assert times.io_time_s.sum() > 0
+
+
+def test_a_near_empty_job_does_not_saturate_a_nic_it_met_at_its_first_call() -> None:
+    # issue 20: a 151 B job named its client NIC as its >= 99 % bottleneck: the node was
+    # built at the rank's first call (after 1 s of computation), so its NIC's utilisation
+    # was measured over the nanoseconds it existed.  Built at the job's start, it is idle.
+    from flashsim.measure.bottlenecks import mark, phase_loads
+
+    system = lustre()
+    trace = one_rank_trace([0.0], [151.0], [1.0], [1.0])
+    start = mark(system.sim)
+    JobEngine(system, "flow").run([PlacedJob("j", trace)])
+    bottlenecks, most = phase_loads(system.sim, start)
+    assert system.sim.now >= 1.0
+    assert bottlenecks == []
+    assert all(m.utilization < 0.01 for m in most)

@@ -93,7 +93,7 @@ class LustreIor(LustreCore):
         self._ranks: list[RankContext] = []
         # Shared flow segments: stripe sets (server side) and each client's OSCs for them.
         self._stripe_segments: dict[tuple[Any, ...], Segment] = {}
-        self._osc_segments: dict[tuple[str, tuple[int, ...]], Segment] = {}
+        self._osc_segments: dict[tuple[Any, ...], Segment] = {}
         self._route_segments: dict[tuple[Any, ...], Segment] = {}
         self._route_rng = sim.rng(f"{model.name}.routing")
         self.locks = ExtentLocks(sim, f"{model.name}.ldlm")
@@ -355,20 +355,28 @@ class LustreIor(LustreCore):
         costs: dict[int, OpCost],
     ) -> PathEntries:
         """The client's OSC windows for ``targets``: ``rpc_slots`` operations of
-        ``op_B`` bytes in flight per round trip (s) of each target's cost."""
+        ``op_B`` bytes in flight per round trip (s) of each target's cost.
+
+        An OSC's capacity is its window of RPC slots (1.0: all busy), and a
+        byte of this kind of call holds ``latency / (op_B * rpc_slots)`` of it
+        for a second (Little's law), so one kind alone moves at most
+        ``rpc_slots * op_B / latency`` bytes/s, and kinds of different sizes
+        and round trips (a replay's small and large calls) share the window in
+        proportion to the slots they hold: a small call's kind does not narrow
+        the window of the large calls in flight beside it.
+        """
         share = 1.0 / len(targets)
+        entries: list[tuple[Resource, float]] = []
         for tgt in targets:
-            window = rpc_slots * op_B / costs[tgt].latency_s
             if tgt not in node.osc:
-                node.osc[tgt] = self.sim.flows.add_resource(f"{node.name}.osc{tgt}", window)
-            else:
-                self.sim.flows.set_capacity(node.osc[tgt], capacity_Bps=window)
+                node.osc[tgt] = self.sim.flows.add_resource(f"{node.name}.osc{tgt}", 1.0)
             if tgt not in node.slots:
                 node.slots[tgt] = simpy.Resource(self.sim.env, capacity=rpc_slots)
-        entries: list[tuple[Resource, float]] = [(node.osc[tgt], share) for tgt in targets]
+            held = costs[tgt].latency_s / (rpc_slots * op_B)  # window held per byte/s
+            entries.append((node.osc[tgt], share * held))
         if len(targets) == 1 or not self.share_stripe_sets:
             return list(entries)
-        key = (node.name, targets)
+        key = (node.name, targets, tuple(w for _, w in entries))
         segment = self._osc_segments.get(key)
         if segment is None:
             name = f"{node.name}.oscs{len(self._osc_segments)}"

@@ -12,8 +12,11 @@ is counted by STDIO, not by POSIX).  MPI-IO, HDF5 (H5F/H5D) and PnetCDF sit
 *above* POSIX: their calls reach the file system as POSIX calls, already
 counted, so their counters are left out of the replayed calls (the trace's
 notes say how many calls and bytes they recorded).  DFS/DAOS (no POSIX file
-system), LUSTRE (striping only, used for placement) and the other modules
-carry no replayable data.  ``JobTrace.records`` has one row per POSIX and
+system) are not replayed at all.  Every module with I/O counters that is not
+replayed is in ``JobTrace.unreplayed`` with its own records, calls, bytes and
+recorded time (:func:`unreplayed_modules`), so a report can say what it left
+out.  LUSTRE (striping only, used for placement), HEATMAP, APMPI/APXC and DXT
+carry no calls of their own.  ``JobTrace.records`` has one row per POSIX and
 STDIO counter record, with the log's own counters; a file shared by all
 ranks is one record with rank -1, as the log keeps it.
 
@@ -86,7 +89,10 @@ Counters only: what is drawn (seeded ``numpy.random.Generator``)
 
 Bad input
 ---------
-A missing, empty, truncated, corrupt or unsupported file raises
+A job header with an impossible field (:func:`check_job_header`: ``nprocs``
+outside 1 .. 2^31 - 1, negative times, an end before the start; pre-release
+3.41 logs decode to such garbage) raises :class:`DarshanLogError` naming the
+field and its value.  A missing, empty, truncated, corrupt or unsupported file raises
 :class:`DarshanLogError` (a ``ValueError``) with one line naming the file and
 what is wrong.  pydarshan's C library aborts or crashes the interpreter on
 some truncated logs (measured: a 1,000-byte prefix of ``dxt.darshan``
@@ -128,6 +134,7 @@ from flashsim.workloads.trace import (
     JobTrace,
     OpTable,
     TraceFile,
+    UnreplayedModule,
     records_frame,
 )
 
@@ -152,6 +159,8 @@ _BUCKETS = (
 #: Log format versions darshan-util 3.5 (pydarshan 3.5.0) reads; source:
 #: darshan-util/darshan-logutils.c ``darshan_log_get_header``.
 SUPPORTED_VERSIONS = ("3.00", "3.10", "3.20", "3.21", "3.41")
+#: Most ranks a log's ``nprocs`` may claim: an MPI communicator's size is a C ``int``.
+MAX_NPROCS = 2**31 - 1
 #: ``DARSHAN_MAGIC_NR`` (include/darshan-log-format.h).
 _MAGIC = 6567223
 
@@ -196,7 +205,10 @@ def read_darshan(
         raise
     except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise DarshanLogError(f"{path}: inconsistent log contents ({exc})") from None
-    trace.check()
+    try:
+        trace.check()
+    except ValueError as exc:
+        raise DarshanLogError(f"{path}: inconsistent log contents ({exc})") from None
     return trace
 
 
@@ -523,10 +535,38 @@ def _filesystem(name: str, mounts: Sequence[tuple[str, str]]) -> tuple[str, str]
     return best
 
 
+def check_job_header(path: Path, job: dict[str, Any]) -> None:
+    """Raise :class:`DarshanLogError` naming the first impossible field of a log's job header.
+
+    A header pydarshan decodes with the wrong layout (pre-release 3.41 logs
+    carry the final version string over an older job record) yields garbage
+    such as ``nprocs = 4427712942739450219``; the fields checked are
+    ``nprocs`` (1 .. :data:`MAX_NPROCS`) and the start and end times (seconds
+    since 1970, not negative, the end not before the start).
+    """
+    nprocs = int(job["nprocs"])
+    if not 1 <= nprocs <= MAX_NPROCS:
+        raise DarshanLogError(
+            f"{path}: header field nprocs = {nprocs} is impossible "
+            f"(expected 1..{MAX_NPROCS}, the ranks an MPI communicator can hold)"
+        )
+    start, end = int(job["start_time_sec"]), int(job["end_time_sec"])
+    for key, value in (("start_time_sec", start), ("end_time_sec", end)):
+        if value < 0:
+            raise DarshanLogError(
+                f"{path}: header field {key} = {value} is impossible "
+                "(expected seconds since 1970, >= 0)"
+            )
+    if end < start:
+        raise DarshanLogError(
+            f"{path}: header field end_time_sec = {end} is impossible "
+            f"(expected >= start_time_sec = {start})"
+        )
+
+
 def _build_trace(path: Path, raw: dict[str, Any], rng: np.random.Generator) -> JobTrace:
+    check_job_header(path, raw["job"])
     nprocs = int(raw["job"]["nprocs"])
-    if nprocs < 1:
-        raise DarshanLogError(f"{path}: corrupt log (nprocs = {nprocs})")
     notes: list[str] = []
     names: dict[int, str] = raw["names"]
     mounts: list[tuple[str, str]] = raw["mounts"]
@@ -607,7 +647,8 @@ def _build_trace(path: Path, raw: dict[str, Any], rng: np.random.Generator) -> J
     elif n_drawn:
         notes.insert(0, f"{n_drawn} calls drawn from counters (no DXT trace)")
     notes.extend(stats.notes())
-    notes.extend(_above_posix_notes(raw))
+    unreplayed = unreplayed_modules(raw)
+    notes.extend(_unreplayed_notes(unreplayed))
     if not present:
         notes.append("the log has no POSIX or STDIO records: nothing to replay")
     partial = [k for k, v in raw["modules"].items() if v]
@@ -636,6 +677,7 @@ def _build_trace(path: Path, raw: dict[str, Any], rng: np.random.Generator) -> J
         timing=timing,
         notes=tuple(notes),
         recorded_on=_recorded_on(raw, files, records),
+        unreplayed=unreplayed,
     )
 
 
@@ -757,33 +799,82 @@ def _specs(
     return out
 
 
-def _above_posix_notes(raw: dict[str, Any]) -> list[str]:
+#: Call counters of modules whose calls are not ``<PREFIX>_READS``/``_WRITES`` alone (read
+#: counters, write counters).  MPI-IO's four kinds are disjoint; a DFS call counts in
+#: ``DFS_READS`` or ``DFS_READXS`` and, when asynchronous, in ``DFS_NB_READS`` too, so the
+#: latter is left out (darshan-runtime/lib/darshan-dfs.c, ``DFS_RECORD_READ``); DAOS counts
+#: object, array and key-value calls apart (darshan-runtime/lib/darshan-daos.c).
+_CALL_COUNTERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "MPI-IO": (
+        ("MPIIO_INDEP_READS", "MPIIO_COLL_READS", "MPIIO_SPLIT_READS", "MPIIO_NB_READS"),
+        ("MPIIO_INDEP_WRITES", "MPIIO_COLL_WRITES", "MPIIO_SPLIT_WRITES", "MPIIO_NB_WRITES"),
+    ),
+    "PNETCDF_VAR": (
+        ("PNETCDF_VAR_INDEP_READS", "PNETCDF_VAR_COLL_READS", "PNETCDF_VAR_NB_READS"),
+        ("PNETCDF_VAR_INDEP_WRITES", "PNETCDF_VAR_COLL_WRITES", "PNETCDF_VAR_NB_WRITES"),
+    ),
+    "DFS": (("DFS_READS", "DFS_READXS"), ("DFS_WRITES", "DFS_WRITEXS")),
+    "DAOS": (
+        ("DAOS_OBJ_FETCHES", "DAOS_ARRAY_READS", "DAOS_KV_GETS"),
+        ("DAOS_OBJ_UPDATES", "DAOS_ARRAY_WRITES", "DAOS_KV_PUTS"),
+    ),
+}
+#: Why a module's calls are not replayed (modules not listed: no model replays them).
+_WHY_NOT: dict[str, str] = {
+    "DFS": "DAOS file system calls: no flashsim model serves DAOS",
+    "DAOS": "DAOS object calls (under DFS): no flashsim model serves DAOS",
+}
+
+
+def unreplayed_modules(raw: dict[str, Any]) -> tuple[UnreplayedModule, ...]:
+    """Every module of a log with counters that is not replayed, with its own counts.
+
+    Modules above POSIX (:data:`ABOVE_POSIX`) are counted again as the POSIX
+    calls replayed; any other (DFS, DAOS, ...) is not in the replay at all.
+    """
     out = []
-    for m in ABOVE_POSIX:
-        data = raw["counters"].get(m)
-        if data is None:
+    for m, data in raw["counters"].items():
+        if m in REPLAYED_MODULES:
             continue
-        names, c = data["names"], data["counters"]
+        names, c = list(data["names"]), np.asarray(data["counters"])
+        fnames, f = list(data["fnames"]), np.asarray(data["fcounters"])
+        pre = "MPIIO" if m == "MPI-IO" else m
+        read_cols, write_cols = _CALL_COUNTERS.get(m, ((f"{pre}_READS",), (f"{pre}_WRITES",)))
 
         def total(cols: Sequence[str], names: list[str] = names, c: IntArray = c) -> int:
             idx = [names.index(k) for k in cols if k in names]
             return int(np.maximum(c[:, idx], 0).sum()) if idx else 0
 
-        pre = "MPIIO" if m == "MPI-IO" else m
-        calls = total(
-            [
-                f"{pre}_{a}_{b}"
-                for a in ("INDEP", "COLL", "SPLIT", "NB")
-                for b in ("READS", "WRITES")
-            ]
-            + [f"{pre}_READS", f"{pre}_WRITES"]
-        )
-        nbytes = total([f"{pre}_BYTES_READ", f"{pre}_BYTES_WRITTEN"])
+        times = [fnames.index(k) for k in (f"{pre}_F_READ_TIME", f"{pre}_F_WRITE_TIME")
+                 if k in fnames]  # fmt: skip
+        known = f[:, times][f[:, times] >= 0] if times else np.zeros(0)
+        above = m in ABOVE_POSIX
         out.append(
-            f"{m}: {len(c)} record(s), {calls} calls, {nbytes} B not replayed "
-            "(they reach the file system as the POSIX calls replayed)"
+            UnreplayedModule(
+                module=m,
+                records=len(c),
+                reads=total(read_cols),
+                writes=total(write_cols),
+                bytes_read_B=float(total((f"{pre}_BYTES_READ",))),
+                bytes_written_B=float(total((f"{pre}_BYTES_WRITTEN",))),
+                recorded_io_time_s=float(known.sum()) if known.size else None,
+                above_posix=above,
+                reason=(
+                    "its calls reach the file system as the POSIX calls replayed"
+                    if above
+                    else _WHY_NOT.get(m, "flashsim replays POSIX and STDIO calls only")
+                ),
+            )
         )
-    return out
+    return tuple(out)
+
+
+def _unreplayed_notes(modules: Sequence[UnreplayedModule]) -> list[str]:
+    return [
+        f"{u.module}: {u.records} record(s), {u.reads + u.writes} calls, "
+        f"{u.bytes_read_B + u.bytes_written_B:.0f} B not replayed ({u.reason})"
+        for u in modules
+    ]
 
 
 def _recorded_on(raw: dict[str, Any], files: Sequence[TraceFile], records: pd.DataFrame) -> str:
@@ -1357,13 +1448,16 @@ __all__ = [
     "ABOVE_POSIX",
     "BUCKET_LOWER_B",
     "BUCKET_UPPER_B",
+    "MAX_NPROCS",
     "REPLAYED_MODULES",
     "SUPPORTED_VERSIONS",
     "DarshanLogError",
     "ModelMatch",
     "check_header",
+    "check_job_header",
     "closest_model",
     "model_match",
     "read_darshan",
     "sequential_counts",
+    "unreplayed_modules",
 ]

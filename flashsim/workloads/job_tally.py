@@ -9,7 +9,7 @@ as the trace: every record's calls and bytes, replayed, equal its counters.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -62,6 +62,13 @@ class RankTally(IoTally):
 
 
 @dataclass(frozen=True)
+class ModuleTally(IoTally):
+    """One replayed module's tally (``module``: ``"POSIX"``, ``"STDIO"`` ...)."""
+
+    module: str = ""
+
+
+@dataclass(frozen=True)
 class JobTally:
     """A job's tally: in all, per file, per rank, and whether it conserved its counters.
 
@@ -73,6 +80,8 @@ class JobTally:
         Per file, in the trace's file order (files without calls left out).
     ranks : list of RankTally
         Per rank with calls.
+    modules : list of ModuleTally
+        Per module of the records, in order of first appearance.
     conserved : bool
         Every counter record's calls and bytes equal what was replayed.
     mismatches : list of str
@@ -84,6 +93,7 @@ class JobTally:
     ranks: list[RankTally]
     conserved: bool
     mismatches: list[str]
+    modules: list[ModuleTally] = field(default_factory=list)
 
 
 def _recorded(times: pd.Series) -> float | None:
@@ -123,7 +133,7 @@ def tally_job(times: JobTimes) -> JobTally:
                 f"{row['module']} {trace.files[int(row['file'])].name} rank {int(row['rank'])}: "
                 f"{col} replayed {per_record[col].iloc[i]:g}, counted {row[col]:g}"
             )
-    merged = pd.concat([records[["file", "rank", "io_time_s"]], per_record], axis=1)
+    merged = pd.concat([records[["module", "file", "rank", "io_time_s"]], per_record], axis=1)
 
     def row_tally(frame: pd.DataFrame) -> tuple[int, int, float, float, float, float | None]:
         return (
@@ -141,12 +151,17 @@ def tally_job(times: JobTimes) -> JobTally:
         if group[["reads", "writes"]].to_numpy().sum() > 0
     ]
     ranks = _rank_tallies(times, records)
+    modules = [
+        ModuleTally(*row_tally(group), module=str(name))
+        for name, group in merged.groupby("module", sort=False)
+    ]
     return JobTally(
         total=IoTally(*row_tally(merged)),
         files=files,
         ranks=ranks,
         conserved=not mismatches,
         mismatches=mismatches,
+        modules=modules,
     )
 
 

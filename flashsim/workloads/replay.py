@@ -43,6 +43,11 @@ servers until it has drained, and the run lasts until then).  A stdio call
 (Darshan's STDIO module) is buffered in user space: its size class is at
 least the stdio buffer (:data:`DEFAULT_STRIPE_B`).
 
+A rank's client side (its node, NIC and the OSC windows of its first call's
+file) is built when the run starts, not at its first call, so that a
+resource's utilisation is measured over the whole run (a 151 B job whose
+NIC appeared at its only call would have saturated it for nanoseconds).
+
 What is not modelled: metadata calls (open, stat, close) take no simulated
 time here; a call's time starts when its rank issues it, whatever the other
 ranks do (no MPI collectives); read-ahead across calls in flow fidelity
@@ -532,16 +537,29 @@ class JobEngine:
             )
             outcomes.append(times)
             bounds = np.searchsorted(transfers.rank, np.arange(job.trace.nprocs + 1))
+            moving = (transfers.size_B > 0) & ~transfers.cached
             for rank in range(job.trace.nprocs):
                 lo, hi = int(bounds[rank]), int(bounds[rank + 1])
                 if hi > lo:
                     node = job.node_of(rank, client_nodes)
+                    first = lo + int(np.argmax(moving[lo:hi]))
+                    if moving[first]:
+                        # the rank's client side (node, NIC, OSC) exists from the start, not
+                        # from its first call: its utilisation is over the whole run
+                        self._stream(self._access(times, node, first))
                     procs.append(env.process(self._rank(times, rank, node, lo, hi, t0)))
             if on_done is not None and len(procs) > first_proc:
                 env.process(_when_done(env, procs[first_proc:], index, on_done))
         if procs:
             sim.run(env.all_of(procs))
         return outcomes
+
+    def write_behind_B(self) -> float:
+        """The largest dirty-page budget (bytes) a rank's buffered writes had in the last run.
+
+        0 when no call was a buffered write.
+        """
+        return max((s.write_behind_B for a, s in self._streams.items() if a.write), default=0.0)
 
     def _access(self, times: JobTimes, node: int, k: int) -> Access:
         job = times.job

@@ -74,6 +74,41 @@ class TraceFile:
 
 
 @dataclass(frozen=True)
+class UnreplayedModule:
+    """A module of the source whose calls are not replayed, with what it counted.
+
+    Attributes
+    ----------
+    module : str
+        Darshan module name (``"DFS"``, ``"MPI-IO"`` ...).
+    records : int
+        Its counter records.
+    reads, writes : int
+        Read and write calls it counted.
+    bytes_read_B, bytes_written_B : float
+        Bytes it counted.
+    recorded_io_time_s : float or None
+        Its cumulative read + write time (s), ``None`` when it records none.
+    above_posix : bool
+        Its calls reach the file system as POSIX calls, which are replayed
+        (MPI-IO, HDF5, PnetCDF): counted twice in the log, replayed once.
+        ``False``: its I/O is not in the replay at all (DFS, DAOS ...).
+    reason : str
+        Why it is not replayed, one phrase.
+    """
+
+    module: str
+    records: int
+    reads: int
+    writes: int
+    bytes_read_B: float
+    bytes_written_B: float
+    recorded_io_time_s: float | None
+    above_posix: bool
+    reason: str
+
+
+@dataclass(frozen=True)
 class OpTable:
     """Read and write calls, one row each, ordered by (rank, start).
 
@@ -181,6 +216,9 @@ class JobTrace:
         What is exact and what is drawn, for the report.
     recorded_on : str
         Where the source says the job ran (host, file system), ``""`` if unknown.
+    unreplayed : tuple of UnreplayedModule
+        Modules of the source whose calls are not in :attr:`ops` (and not in
+        :attr:`records`), with their own counts.
     """
 
     name: str
@@ -193,6 +231,7 @@ class JobTrace:
     timing: str = "generated"
     notes: tuple[str, ...] = field(default_factory=tuple)
     recorded_on: str = ""
+    unreplayed: tuple[UnreplayedModule, ...] = ()
 
     def check(self) -> None:
         """Raise ``ValueError`` naming the first inconsistency (ranks, files, records, order)."""
