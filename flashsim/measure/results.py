@@ -288,6 +288,8 @@ class RunResult:
         Columns ``phase``, ``start_s``, ``end_s`` (from the phase's start),
         ``label``, ``limiter``, ``kind``, ``utilization``, ``share``.
         """
+        import pandas as pd
+
         rows = [
             {"phase": phase.name, **asdict(interval)}
             for phase in self.phases
