@@ -11,9 +11,10 @@
 The traces are synthetic (:class:`flashsim.workloads.trace.JobTrace` built
 here), not the fetched logs.  Each times building the system and replaying
 the trace in this process (imports excluded); prints one JSON line with
-``wall_s``, ``calls`` and the flow network's solver counters.
+``wall_s`` (and ``cpu_s``, this process's CPU time: on a shared machine the
+fairer figure), ``calls`` and the flow network's solver counters.
 
-    python -m benchmarks.replay_calls {reads3000|calls500k}
+    python -m benchmarks.replay_calls {reads3000|calls500k} [calls per rank]
 """
 
 from __future__ import annotations
@@ -91,15 +92,18 @@ def replay(trace: JobTrace, ranks_per_node: int) -> dict[str, float]:
     """Build Perlmutter and replay ``trace`` in flow fidelity; return wall time and counters."""
     loaded = load_system_model(PERLMUTTER)
     start = time.perf_counter()
+    cpu = time.process_time()
     sim = Simulation(0)
     system = loaded.kind.build(loaded.model, sim, "flow")
     (times,) = JobEngine(system, "flow").run(
         [PlacedJob("bench", trace, ranks_per_node=ranks_per_node)]
     )
     wall = time.perf_counter() - start
+    cpu = time.process_time() - cpu
     assert np.isfinite(times.end_s).all()
     return {
         "wall_s": wall,
+        "cpu_s": cpu,
         "calls": float(len(trace.ops)),
         "transfers": float(len(times.transfers)),
         **{k: float(v) for k, v in sim.flows.stats.items()},
@@ -111,7 +115,8 @@ def main(argv: list[str]) -> int:
     if which == "reads3000":
         record = replay(random_reads(1, 3000, 3.6e6, 160, 1e-3), 1)
     elif which == "calls500k":
-        record = replay(random_reads(2048, 245, 1048576.0, 16, 2e-3), 64)
+        per_rank = int(argv[2]) if len(argv) > 2 else 245
+        record = replay(random_reads(2048, per_rank, 1048576.0, 16, 2e-3), 64)
     else:
         raise SystemExit(f"unknown benchmark {which!r}: expected reads3000 or calls500k")
     print(json.dumps(record))

@@ -26,7 +26,13 @@ A class also keeps ``segw[g]``, the summed ``weight * priority`` of members
 using shared segment ``g``: the segment's rate is ``R_g = sum_c mu_c segw_c[g]``
 and each constraint ``k`` of the segment carries ``coef_g[k] * R_g``, so a
 member joining a 274-wide stripe set costs O(1), not O(274).  Segments have
-escrow thresholds on ``R_g`` of their own.
+escrow thresholds on ``R_g`` of their own, but only on the constraints
+something else loads too: a *solo* constraint, which only the segment loads,
+is checked by one number per segment, its bound ``min_k limit_k / coef_g[k]``
+(past it some constraint is over capacity on the segment's load alone).  So
+a lone flow on a file striped over 160 OSTs (a segment of ~6,000
+constraints) costs a vector pass over the segment when it comes into use,
+not a threshold per constraint.
 
 A start or end changes a few ``w`` entries; the classes whose equation
 ``sum_c mu_c w_c[b] = C_b`` it touches are re-solved in level order and the
@@ -595,9 +601,13 @@ class ClassLayer(FlowState):
                 self._verify(classes[cid], classes[cid].mu < old.get(cid, -np.inf)) for cid in check
             )
         if ok:
+            # A segment's rate can pass a threshold only if it rose: its users changed,
+            # or a class using it moved up (one whose level fell only lowers it).
             segs = set(self._touched_segs)
-            for cid, _ in changed:
-                segs.update(classes[cid].segw)
+            for cid, mu in changed:
+                c = classes[cid]
+                if c.mu > mu:
+                    segs.update(c.segw)
             ok = all(self._check_segment(g) for g in segs)
         if not ok:
             for cid, mu in changed:
@@ -686,10 +696,17 @@ class ClassLayer(FlowState):
 
     def _check_segment(self, g: int) -> bool:
         """Check segment ``g``'s rate against its bound and its escrow thresholds."""
-        if not self._seg_cls[g]:
+        users = self._seg_cls[g]
+        if not users:
             return True
-        rate = self._seg_rate(g)
-        if not rate <= self._segment_bound(g):
+        if len(users) == 1:  # the common case, as _seg_rate sums it
+            (cid,) = users
+            c = self._classes[cid]
+            rate = 0.0 + c.mu * c.segw[g]
+        else:
+            rate = self._seg_rate(g)
+        bound = self._seg_bound[g]
+        if not rate <= (bound if bound == bound else self._segment_bound(g)):
             return False  # one of its constraints is over capacity on its load alone
         thr = self._seg_thr[g]
         con_ver = self._con_ver
