@@ -55,6 +55,7 @@ from flashsim.engine.flowstate import (
     SATURATION_RTOL,
     BoolArray,
     FlowState,
+    unique_ints,
 )
 from flashsim.engine.maxmin import FloatArray, IntArray
 
@@ -793,14 +794,14 @@ class ClassLayer(FlowState):
         self._update_saturation(arr)
         # A bottleneck constraint is saturated and its highest level is its class's.
         con_class = self._con_class
-        bottleneck = [k for k in cons if con_class[k] >= 0]
+        bottleneck = arr[self._con_class_arr[arr] >= 0].tolist()
         self._con_saturated[bottleneck] = True
         self._con_max_level[bottleneck] = [self._classes[con_class[k]].mu for k in bottleneck]
         # Saturated constraints that are no class's bottleneck (ties, or a class that
         # just emptied) need their highest level computed from the flows.
         odd = arr[self._con_saturated[arr] & (self._con_class_arr[arr] < 0)]
         lost = np.fromiter(self._lost_bottlenecks, dtype=np.int64)
-        odd = np.union1d(odd, lost)
+        odd = unique_ints(np.concatenate([odd, lost]))
         if odd.size:
             self._recompute_state(odd)
             self._con_saturated[lost] = True
@@ -822,7 +823,7 @@ class ClassLayer(FlowState):
         cons = self._touched_constraints()
         touched = np.fromiter(cons, dtype=np.int64, count=len(cons))
         level_before = self._level.copy()
-        reach = self._repair(np.array(new, dtype=np.int64), np.unique(touched))
+        reach = self._repair(np.array(new, dtype=np.int64), unique_ints(touched))
         if reach is None:
             self._rebuild_classes()  # the repair escalated to a full solve
             return
