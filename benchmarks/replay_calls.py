@@ -41,6 +41,7 @@ def random_reads(
     size_B: float,
     stripes: int,
     think_s: float,
+    sequential: bool = False,
     seed: int = 1,
 ) -> JobTrace:
     """Each rank reads ``calls_per_rank`` random blocks of one shared file.
@@ -54,7 +55,11 @@ def random_reads(
     stripes : int
         OSTs the file is striped over (OSTs ``0 .. stripes-1``, 1 MiB stripes).
     think_s : float
-        Mean of the exponential computation between a rank's calls, seconds.
+        Mean of the exponential computation between a rank's calls, seconds
+        (plus 2 ms, past the replay's merge gap, so every call is its own flow).
+    sequential : bool
+        Each rank reads on from where its previous call ended (at a random
+        start), instead of at random offsets: the client then reads ahead.
     seed : int
         Seed of the offsets and think times.
     """
@@ -62,7 +67,10 @@ def random_reads(
     n = ranks * calls_per_rank
     rank = np.repeat(np.arange(ranks, dtype=np.int64), calls_per_rank)
     offset = np.floor(rng.uniform(0.0, 100e9 / size_B, n)) * size_B
-    gaps = rng.exponential(think_s, (ranks, calls_per_rank)) + 1e-3
+    if sequential:
+        first = offset.reshape(ranks, calls_per_rank)[:, :1]
+        offset = (first + np.arange(calls_per_rank) * size_B).ravel()
+    gaps = rng.exponential(think_s, (ranks, calls_per_rank)) + 3e-3
     start = (np.cumsum(gaps, axis=1) - 1e-3).ravel()
     ops = OpTable(
         rank=rank,
@@ -113,7 +121,7 @@ def replay(trace: JobTrace, ranks_per_node: int) -> dict[str, float]:
 def main(argv: list[str]) -> int:
     which = argv[1] if len(argv) > 1 else "reads3000"
     if which == "reads3000":
-        record = replay(random_reads(1, 3000, 3.6e6, 160, 1e-3), 1)
+        record = replay(random_reads(1, 3000, 4194304.0, 160, 1e-3, sequential=True), 1)
     elif which == "calls500k":
         per_rank = int(argv[2]) if len(argv) > 2 else 245
         record = replay(random_reads(2048, per_rank, 1048576.0, 16, 2e-3), 64)
