@@ -924,7 +924,8 @@ class ClassLayer(FlowState):
         in_cur = self._is_bottleneck(active, cur_con) & (cur_con > 0)
         valid = (cur >= 0) & np.where(cur_con == 0, at_cap, in_cur)
         # Surviving bottleneck classes take the solved level of their constraint.
-        for k in reach_cons.tolist():
+        classed = reach_cons[self._con_class_arr[reach_cons] >= 0]
+        for k in classed.tolist():
             cid = self._con_class[k]
             if cid >= 0 and self._con_saturated[k]:
                 c = self._classes[cid]
