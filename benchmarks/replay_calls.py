@@ -1,9 +1,12 @@
 """Replays whose cost is their calls: a call must cost what its own path touches (issue 20).
 
-* ``replay_random_reads_3000_s``: one rank reading 3,000 random 3.6 MB blocks of
-  a file striped over 160 OSTs on Perlmutter, as the DLIO logs of darshan-hpc's
+* ``replay_random_reads_3000_s``: one rank reading 3,000 4 MiB blocks of a
+  file striped over 160 OSTs on Perlmutter, as the DLIO logs of darshan-hpc's
   collection do (each read alone in the system, on a path of thousands of
-  constraints; target 3 s);
+  constraints; target 3 s).  Like the logs' reads (drawn from counters) each
+  starts where the last ended, more than the merge gap later: the client's
+  read-ahead cap then exceeds what its NIC carries, so every read forms a new
+  bottleneck and takes the engine's exact repair, its slowest path;
 * ``replay_500k_calls_s``: 2,048 ranks on 32 nodes each reading 245 random
   1 MiB blocks of a file striped over 16 OSTs, with exponential think times of
   2 ms mean between calls (501,760 calls, each its own flow; target 30 s).

@@ -33,7 +33,7 @@ Prints one JSON object per line per benchmark with ``name``, ``value``,
   ``io500_perlmutter_s``: :mod:`benchmarks.workloads`, issue 10's workloads at
   an architect's size (targets 30 s, 60 s and 1 GiB, 60 s);
 * ``replay_random_reads_3000_s`` and ``replay_500k_calls_s``:
-  :mod:`benchmarks.replay_calls`, a DLIO-like 1-rank replay of 3,000 random
+  :mod:`benchmarks.replay_calls`, a DLIO-like 1-rank replay of 3,000 4 MiB
   reads on a 160-OST stripe set and 501,760 random reads of 2,048 ranks, on
   Perlmutter (targets 3 s and 30 s, issue 20: a call costs what its own path
   touches, not the model).
