@@ -26,7 +26,13 @@ A class also keeps ``segw[g]``, the summed ``weight * priority`` of members
 using shared segment ``g``: the segment's rate is ``R_g = sum_c mu_c segw_c[g]``
 and each constraint ``k`` of the segment carries ``coef_g[k] * R_g``, so a
 member joining a 274-wide stripe set costs O(1), not O(274).  Segments have
-escrow thresholds on ``R_g`` of their own.
+escrow thresholds on ``R_g`` of their own, but only on the constraints
+something else loads too: a *solo* constraint, which only the segment loads,
+is checked by one number per segment, its bound ``min_k limit_k / coef_g[k]``
+(past it some constraint is over capacity on the segment's load alone).  So
+a lone flow on a file striped over 160 OSTs (a segment of ~6,000
+constraints) costs a vector pass over the segment when it comes into use,
+not a threshold per constraint.
 
 A start or end changes a few ``w`` entries; the classes whose equation
 ``sum_c mu_c w_c[b] = C_b`` it touches are re-solved in level order and the
@@ -49,6 +55,7 @@ from flashsim.engine.flowstate import (
     SATURATION_RTOL,
     BoolArray,
     FlowState,
+    unique_ints,
 )
 from flashsim.engine.limitledger import LimitLedger
 from flashsim.engine.maxmin import FloatArray, IntArray
@@ -601,9 +608,13 @@ class ClassLayer(FlowState):
                 self._verify(classes[cid], classes[cid].mu < old.get(cid, -np.inf)) for cid in check
             )
         if ok:
+            # A segment's rate can pass a threshold only if it rose: its users changed,
+            # or a class using it moved up (one whose level fell only lowers it).
             segs = set(self._touched_segs)
-            for cid, _ in changed:
-                segs.update(classes[cid].segw)
+            for cid, mu in changed:
+                c = classes[cid]
+                if c.mu > mu:
+                    segs.update(c.segw)
             ok = all(self._check_segment(g) for g in segs)
         if not ok:
             for cid, mu in changed:
@@ -692,10 +703,17 @@ class ClassLayer(FlowState):
 
     def _check_segment(self, g: int) -> bool:
         """Check segment ``g``'s rate against its bound and its escrow thresholds."""
-        if not self._seg_cls[g]:
+        users = self._seg_cls[g]
+        if not users:
             return True
-        rate = self._seg_rate(g)
-        if not rate <= self._segment_bound(g):
+        if len(users) == 1:  # the common case, as _seg_rate sums it
+            (cid,) = users
+            c = self._classes[cid]
+            rate = 0.0 + c.mu * c.segw[g]
+        else:
+            rate = self._seg_rate(g)
+        bound = self._seg_bound[g]
+        if not rate <= (bound if bound == bound else self._segment_bound(g)):
             return False  # one of its constraints is over capacity on its load alone
         thr = self._seg_thr[g]
         con_ver = self._con_ver
@@ -782,14 +800,14 @@ class ClassLayer(FlowState):
         self._update_saturation(arr)
         # A bottleneck constraint is saturated and its highest level is its class's.
         con_class = self._con_class
-        bottleneck = [k for k in cons if con_class[k] >= 0]
+        bottleneck = arr[self._con_class_arr[arr] >= 0].tolist()
         self._con_saturated[bottleneck] = True
         self._con_max_level[bottleneck] = [self._classes[con_class[k]].mu for k in bottleneck]
         # Saturated constraints that are no class's bottleneck (ties, or a class that
         # just emptied) need their highest level computed from the flows.
         odd = arr[self._con_saturated[arr] & (self._con_class_arr[arr] < 0)]
         lost = np.fromiter(self._lost_bottlenecks, dtype=np.int64)
-        odd = np.union1d(odd, lost)
+        odd = unique_ints(np.concatenate([odd, lost]))
         if odd.size:
             self._recompute_state(odd)
             self._con_saturated[lost] = True
@@ -811,7 +829,7 @@ class ClassLayer(FlowState):
         cons = self._touched_constraints()
         touched = np.fromiter(cons, dtype=np.int64, count=len(cons))
         level_before = self._level.copy()
-        reach = self._repair(np.array(new, dtype=np.int64), np.unique(touched))
+        reach = self._repair(np.array(new, dtype=np.int64), unique_ints(touched))
         if reach is None:
             self._rebuild_classes()  # the repair escalated to a full solve
             return
@@ -912,7 +930,8 @@ class ClassLayer(FlowState):
         in_cur = self._is_bottleneck(active, cur_con) & (cur_con > 0)
         valid = (cur >= 0) & np.where(cur_con == 0, at_cap, in_cur)
         # Surviving bottleneck classes take the solved level of their constraint.
-        for k in reach_cons.tolist():
+        classed = reach_cons[self._con_class_arr[reach_cons] >= 0]
+        for k in classed.tolist():
             cid = self._con_class[k]
             if cid >= 0 and self._con_saturated[k]:
                 c = self._classes[cid]

@@ -15,7 +15,11 @@ it was costs O(path length x log N), whatever the number of flows sharing the
 bottleneck, and completions come from a heap of virtual finish tags.  When the
 bottleneck structure changes, the exact flow-level repair of
 :class:`flashsim.engine.flowstate.FlowState` re-solves the part of the system
-the change reaches, and the classes are rebuilt from its result.
+the change reaches, and the classes are rebuilt from its result.  Only a
+change to many flows at once (more than a quarter of the active flows, and
+more than :data:`~flashsim.engine.flowstate.FULL_SOLVE_MIN_FLOWS`) is solved
+from scratch, which costs every constraint of the model: a lone flow starting
+in an idle system costs its own path.
 
 A :class:`Segment` is a sub-path many flows share, stored once (a stripe set's
 S server paths): a flow using it costs what its own path costs, so striping a

@@ -48,6 +48,22 @@ FULL_SOLVE_MIN_FLOWS = 16
 BoolArray = npt.NDArray[np.bool_]
 
 
+def unique_ints(values: IntArray) -> IntArray:
+    """The sorted distinct values of an integer array (``np.unique`` by sorting).
+
+    NumPy 2's hash-based ``np.unique`` costs several times a sort on the
+    few-thousand-entry index arrays a repair handles; the result is the same.
+    """
+    if values.size < 2:
+        return np.array(values, dtype=np.int64).ravel()
+    ordered = np.sort(values, kind="stable")
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    result: IntArray = ordered[keep]
+    return result
+
+
 class Factored:
     """The entries of a set of flows, with shared segments kept factored.
 
@@ -78,7 +94,7 @@ class Factored:
 
     def cons(self) -> IntArray:
         """Every constraint crossed (sorted, unique)."""
-        return np.unique(np.concatenate([self.own_con, self.seg_con]))
+        return unique_ints(np.concatenate([self.own_con, self.seg_con]))
 
     def _scatter(
         self,
@@ -182,6 +198,10 @@ class FlowState:
         self._segflat_coef = np.zeros(0)
         self._segflat_start = np.zeros(1, dtype=np.int64)
         self._segflat_dirty = False
+        # Constraint -> segments containing it (CSR over _segflat), rebuilt when one is added.
+        self._con_seg_indptr = np.zeros(1, dtype=np.int64)
+        self._con_seg_ids = np.zeros(0, dtype=np.int64)
+        self._con_seg_dirty = False
         #: Counters for benchmarks and diagnostics.
         self.stats: dict[str, int] = {
             "full_solves": 0,
@@ -223,6 +243,7 @@ class FlowState:
         for k in cons.tolist():
             self._con_segs[k].append(g)
         self._segflat_dirty = True
+        self._con_seg_dirty = True
         self._index_dirty = True
         return g
 
@@ -364,11 +385,24 @@ class FlowState:
         self._level[slots] = self._solve_factored(f, residual, slots, used)
 
     def _segments_containing(self, cons: IntArray) -> list[int]:
-        """Segments that contain any of ``cons``."""
-        found: set[int] = set()
-        for k in cons.tolist():
-            found.update(self._con_segs[k])
-        return sorted(found)
+        """Segments that contain any of ``cons`` (sorted), in O(their entries among ``cons``)."""
+        if self._con_seg_dirty:
+            flat_con, _coef, flat_start = self._segflat()
+            seg_of = np.repeat(np.arange(flat_start.size - 1), np.diff(flat_start))
+            order = np.argsort(flat_con, kind="stable")
+            counts = np.bincount(flat_con, minlength=self._con_cap.size)
+            self._con_seg_indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+            self._con_seg_ids = seg_of[order]
+            self._con_seg_dirty = False
+        known = cons[cons < self._con_seg_indptr.size - 1]
+        starts = self._con_seg_indptr[known]
+        lengths = self._con_seg_indptr[known + 1] - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return []
+        offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+        found: list[int] = unique_ints(self._con_seg_ids[offsets + np.arange(total)]).tolist()
+        return found
 
     def _members(self, cons: IntArray) -> IntArray:
         """Active slots whose path crosses any constraint in ``cons``."""
@@ -387,7 +421,7 @@ class FlowState:
         for g in self._segments_containing(cons):
             if self._seg_slots[g]:
                 parts.append(np.fromiter(self._seg_slots[g], dtype=np.int64))
-        candidates = np.unique(np.concatenate(parts))
+        candidates = unique_ints(np.concatenate(parts))
         candidates = candidates[self._active[candidates]]
         return candidates[self._crossing(candidates, cons)]
 
@@ -485,14 +519,14 @@ class FlowState:
                 f = self._factored(s_slots)
                 f.add_to(self._con_load, delta)
                 self._con_load[0] = 0.0
-                changed = np.union1d(changed, f.cons())
+                changed = unique_ints(np.concatenate([changed, f.cons()]))
                 solved = s_slots
             # Only constraints saturated before or after can decide a bottleneck.
             relevant = changed[self._con_saturated[changed] | self._saturated_now(changed)]
             unsaturated = np.setdiff1d(changed, relevant, assume_unique=True)
             self._con_saturated[unsaturated] = False
             touching = self._recompute_state(relevant)
-            candidates = np.union1d(touching, s_slots)
+            candidates = unique_ints(np.concatenate([touching, s_slots]))
             reach_slots.append(candidates)
             reach_cons.append(changed)
             invalid = self._invalid_flows(candidates)
@@ -503,7 +537,7 @@ class FlowState:
             if over.size:
                 # A capacity fell below the load: every flow crossing it must be re-solved.
                 crossing = touching[self._crossing(touching, over)]
-                grow = np.union1d(grow, crossing[~in_s[crossing]])
+                grow = unique_ints(np.concatenate([grow, crossing[~in_s[crossing]]]))
             invalid_s = invalid[in_s[invalid]]
             if invalid_s.size:
                 # A re-solved flow sits below a fixed flow on one of its saturated
@@ -514,10 +548,12 @@ class FlowState:
                 others = touching[~in_s[touching]]
                 lowest = self._factored(others).owner_min(threshold)
                 above = self._level[others] > lowest * (1.0 + LEVEL_RTOL)
-                grow = np.union1d(grow, others[above])
+                grow = unique_ints(np.concatenate([grow, others[above]]))
             if grow.size == 0:
                 self.stats["repair_flows"] += int(s_slots.size)
-                return np.unique(np.concatenate(reach_slots)), np.unique(np.concatenate(reach_cons))
+                return unique_ints(np.concatenate(reach_slots)), unique_ints(
+                    np.concatenate(reach_cons)
+                )
             in_s[grow] = True
             changed = relevant
 
