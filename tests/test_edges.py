@@ -194,7 +194,7 @@ def test_user_errors_are_one_line(args: list[str], needle: str) -> None:
 
 
 def test_hundred_thousand_digit_literal_is_refused_quickly() -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU seconds of this process: the work, whatever the load
     result = cli(
         "run",
         "scenarios/examples/pipeline-streams.toml",
@@ -202,7 +202,7 @@ def test_hundred_thousand_digit_literal_is_refused_quickly() -> None:
         "phases.0.streams=" + "9" * 100_000,
     )
     assert_clean_error(result, "a number literal of 100000 digits")
-    assert time.perf_counter() - started < 5.0
+    assert time.process_time() - started < 5.0
 
 
 # ----------------------------------------------------------------- corpus
@@ -222,9 +222,9 @@ def test_corpus_file_gives_its_error(path: Path) -> None:
     (command,) = _header(path, "command")
     (expected,) = _header(path, "expect")
     sets = [arg for pair in _header(path, "set") for arg in ("--set", pair)]
-    started = time.perf_counter()
+    started = time.process_time()  # CPU seconds of this process: the work, whatever the load
     assert_clean_error(cli(command, str(path.relative_to(ROOT)), *sets), expected)
-    assert time.perf_counter() - started < 20.0
+    assert time.process_time() - started < 20.0
 
 
 def test_corpus_covers_every_case() -> None:
