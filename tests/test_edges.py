@@ -194,7 +194,7 @@ def test_user_errors_are_one_line(args: list[str], needle: str) -> None:
 
 
 def test_hundred_thousand_digit_literal_is_refused_quickly() -> None:
-    started = time.perf_counter()
+    started = time.process_time()  # CPU seconds of this process: the work, whatever the load
     result = cli(
         "run",
         "scenarios/examples/pipeline-streams.toml",
@@ -202,7 +202,7 @@ def test_hundred_thousand_digit_literal_is_refused_quickly() -> None:
         "phases.0.streams=" + "9" * 100_000,
     )
     assert_clean_error(result, "a number literal of 100000 digits")
-    assert time.perf_counter() - started < 5.0
+    assert time.process_time() - started < 5.0
 
 
 # ----------------------------------------------------------------- corpus
@@ -222,9 +222,9 @@ def test_corpus_file_gives_its_error(path: Path) -> None:
     (command,) = _header(path, "command")
     (expected,) = _header(path, "expect")
     sets = [arg for pair in _header(path, "set") for arg in ("--set", pair)]
-    started = time.perf_counter()
+    started = time.process_time()  # CPU seconds of this process: the work, whatever the load
     assert_clean_error(cli(command, str(path.relative_to(ROOT)), *sets), expected)
-    assert time.perf_counter() - started < 20.0
+    assert time.process_time() - started < 20.0
 
 
 def test_corpus_covers_every_case() -> None:
@@ -386,7 +386,8 @@ def test_generous_limits_change_nothing() -> None:
 
 
 # ------------------------------------------------------------- subprocesses
-def _flashsim(*args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+def _flashsim(*args: str, timeout: float = 300.0) -> subprocess.CompletedProcess[str]:
+    # ``timeout`` is a hang guard: a start-up takes seconds on a busy machine.
     return subprocess.run(
         [sys.executable, "-m", "flashsim.cli", *args],
         cwd=ROOT,
@@ -407,7 +408,7 @@ def test_subprocess_long_literal_and_dev_zero() -> None:
         ["describe", "/dev/zero"],
         ["run", f"{PERL}/ior-sweep.toml", "--set", "system.oss.count=0"],
     ):
-        proc = _flashsim(*args, timeout=30.0)
+        proc = _flashsim(*args)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
