@@ -772,14 +772,12 @@ class ClassLayer(FlowState):
         self._unsynced.clear()
         slots = np.fromiter(stale, dtype=np.int64, count=len(stale))
         slots = slots[self._active[slots]]
-        cons = self._touched_constraints()
-        cons.update(self._lost_bottlenecks)
-        stale_load = set(self._load_stale)
-        for g in self._load_stale_segs:
-            stale_load.update(self._seg_cons[g].tolist())
+        stale_load = self._cons_of(self._load_stale, self._load_stale_segs)
         self._load_stale.clear()
         self._load_stale_segs.clear()
-        cons.update(stale_load)
+        parts = [self._touched_constraints(), stale_load]
+        if self._lost_bottlenecks:
+            parts.append(np.fromiter(self._lost_bottlenecks, dtype=np.int64))
         if slots.size:
             cls = self._cls[slots]
             mu_of = np.zeros(max(self._next_cid, 1))
@@ -791,12 +789,12 @@ class ClassLayer(FlowState):
             f.add_to(self._con_load, delta)
             self._con_load[0] = 0.0
             self._level[slots] = level
-            cons.update(f.cons().tolist())
-        if stale_load:
-            self._recompute_state(np.fromiter(stale_load, dtype=np.int64, count=len(stale_load)))
-        if not cons:
+            parts.append(f.cons())
+        if stale_load.size:
+            self._recompute_state(stale_load)
+        arr = unique_ints(np.concatenate(parts))
+        if not arr.size:
             return
-        arr = np.fromiter(cons, dtype=np.int64, count=len(cons))
         self._update_saturation(arr)
         # A bottleneck constraint is saturated and its highest level is its class's.
         con_class = self._con_class
@@ -812,12 +810,19 @@ class ClassLayer(FlowState):
             self._recompute_state(odd)
             self._con_saturated[lost] = True
 
-    def _touched_constraints(self) -> set[int]:
-        """Constraints a pending change touched, with those of the touched segments."""
-        cons = set(self._touched)
-        for g in self._touched_segs:
-            cons.update(self._seg_cons[g].tolist())
-        return cons
+    def _touched_constraints(self) -> IntArray:
+        """Constraints a pending change touched, with those of the touched segments (sorted)."""
+        return self._cons_of(self._touched, self._touched_segs)
+
+    def _cons_of(self, cons: set[int], segs: set[int]) -> IntArray:
+        """The distinct constraints among ``cons`` and those of segments ``segs`` (sorted).
+
+        Built from the segments' index arrays, never as Python sets over a
+        stripe set's thousands of constraints.
+        """
+        parts = [np.fromiter(cons, dtype=np.int64, count=len(cons))]
+        parts.extend(self._seg_cons[g] for g in segs)
+        return unique_ints(np.concatenate(parts))
 
     def _flow_level_solve(self, new: list[int], full: bool) -> None:
         """Solve at flow level (repair or full), then rebuild the classes from it."""
@@ -826,10 +831,9 @@ class ClassLayer(FlowState):
             self._rebuild_classes()
             return
         self._materialise()
-        cons = self._touched_constraints()
-        touched = np.fromiter(cons, dtype=np.int64, count=len(cons))
+        touched = self._touched_constraints()
         level_before = self._level.copy()
-        reach = self._repair(np.array(new, dtype=np.int64), unique_ints(touched))
+        reach = self._repair(np.array(new, dtype=np.int64), touched)
         if reach is None:
             self._rebuild_classes()  # the repair escalated to a full solve
             return
