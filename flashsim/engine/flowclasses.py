@@ -826,6 +826,11 @@ class ClassLayer(FlowState):
 
     def _flow_level_solve(self, new: list[int], full: bool) -> None:
         """Solve at flow level (repair or full), then rebuild the classes from it."""
+        with self._memo_factored():
+            self._flow_level_solve_memo(new, full)
+
+    def _flow_level_solve_memo(self, new: list[int], full: bool) -> None:
+        """:meth:`_flow_level_solve`, each flow set's entries built once."""
         if full:
             self._full_solve()
             self._rebuild_classes()

@@ -28,6 +28,8 @@ flow's weight on the segment), expanded only for the flows being solved.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -91,10 +93,13 @@ class Factored:
         self.seg_of_entry = np.repeat(np.arange(self.n_segs), lens)
         self._nonempty = lens > 0
         self._starts = self.seg_start[:-1][self._nonempty]
+        self._cons: IntArray | None = None
 
     def cons(self) -> IntArray:
-        """Every constraint crossed (sorted, unique)."""
-        return unique_ints(np.concatenate([self.own_con, self.seg_con]))
+        """Every constraint crossed (sorted, unique; computed once, do not modify)."""
+        if self._cons is None:
+            self._cons = unique_ints(np.concatenate([self.own_con, self.seg_con]))
+        return self._cons
 
     def _scatter(
         self,
@@ -178,6 +183,8 @@ class FlowState:
         self._index_slots = np.zeros(0, dtype=np.int64)
         self._index_recent: list[int] = []
         self._index_dirty = True
+        # Slot array bytes -> its Factored entries, while a solve runs (see _memo_factored).
+        self._factored_memo: dict[bytes, Factored] | None = None
         # Flow slot arrays: a slot's own entries, padded with constraint 0.
         self._path_con = np.zeros((0, 1), dtype=np.int64)
         self._path_coef = np.zeros((0, 1))
@@ -283,7 +290,38 @@ class FlowState:
 
     # ------------------------------------------------------------------ entries
     def _factored(self, slots: IntArray) -> Factored:
-        """The entries of ``slots`` with their segments kept factored (see :class:`Factored`)."""
+        """The entries of ``slots`` with their segments kept factored (see :class:`Factored`).
+
+        Inside :meth:`_memo_factored` the result for a given slot array is
+        built once: a solve asks for the same few flows' entries many times,
+        and no path changes while it runs.
+        """
+        memo = self._factored_memo
+        if memo is None:
+            return self._build_factored(slots)
+        key = np.asarray(slots, dtype=np.int64).tobytes()
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._build_factored(slots)
+        return found
+
+    @contextmanager
+    def _memo_factored(self) -> Iterator[None]:
+        """Within this block, :meth:`_factored` builds each slot array's entries once.
+
+        Only for code that changes no flow's path or segments (solving,
+        reclassifying): a started or released flow would leave stale entries.
+        """
+        outer = self._factored_memo
+        if outer is None:
+            self._factored_memo = {}
+        try:
+            yield
+        finally:
+            self._factored_memo = outer
+
+    def _build_factored(self, slots: IntArray) -> Factored:
+        """The entries of ``slots``, built (see :meth:`_factored`)."""
         pc = self._path_con[slots]
         mask = pc > 0
         own = (
