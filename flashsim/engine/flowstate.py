@@ -47,6 +47,9 @@ FULL_SOLVE_FRACTION = 0.25
 #: (every constraint), a change to a few flows only what their paths touch.
 FULL_SOLVE_MIN_FLOWS = 16
 
+#: Answers of :meth:`FlowState._segments_containing` kept (the store is emptied when full).
+SEGMENT_LOOKUPS_KEPT = 64
+
 BoolArray = npt.NDArray[np.bool_]
 
 
@@ -209,6 +212,8 @@ class FlowState:
         self._con_seg_indptr = np.zeros(1, dtype=np.int64)
         self._con_seg_ids = np.zeros(0, dtype=np.int64)
         self._con_seg_dirty = False
+        # Constraint array bytes -> the segments containing any (until a segment is added).
+        self._con_seg_found: dict[bytes, tuple[int, ...]] = {}
         #: Counters for benchmarks and diagnostics.
         self.stats: dict[str, int] = {
             "full_solves": 0,
@@ -422,9 +427,15 @@ class FlowState:
         residual = np.maximum(self._con_cap[used] - (self._con_load[used] - own[used]), 0.0)
         self._level[slots] = self._solve_factored(f, residual, slots, used)
 
-    def _segments_containing(self, cons: IntArray) -> list[int]:
-        """Segments that contain any of ``cons`` (sorted), in O(their entries among ``cons``)."""
+    def _segments_containing(self, cons: IntArray) -> tuple[int, ...]:
+        """Segments that contain any of ``cons`` (sorted), in O(their entries among ``cons``).
+
+        Segments are only ever added, so the answer for a constraint array is
+        remembered until the next one is (a departed read's whole stripe set is
+        looked up again on every call of a replay).
+        """
         if self._con_seg_dirty:
+            self._con_seg_found.clear()
             flat_con, _coef, flat_start = self._segflat()
             seg_of = np.repeat(np.arange(flat_start.size - 1), np.diff(flat_start))
             order = np.argsort(flat_con, kind="stable")
@@ -432,14 +443,21 @@ class FlowState:
             self._con_seg_indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
             self._con_seg_ids = seg_of[order]
             self._con_seg_dirty = False
+        key = np.asarray(cons, dtype=np.int64).tobytes()
+        found = self._con_seg_found.get(key)
+        if found is not None:
+            return found
         known = cons[cons < self._con_seg_indptr.size - 1]
         starts = self._con_seg_indptr[known]
         lengths = self._con_seg_indptr[known + 1] - starts
         total = int(lengths.sum())
-        if total == 0:
-            return []
-        offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-        found: list[int] = unique_ints(self._con_seg_ids[offsets + np.arange(total)]).tolist()
+        found = ()
+        if total:
+            offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+            found = tuple(unique_ints(self._con_seg_ids[offsets + np.arange(total)]).tolist())
+        if len(self._con_seg_found) >= SEGMENT_LOOKUPS_KEPT:
+            self._con_seg_found.clear()
+        self._con_seg_found[key] = found
         return found
 
     def _members(self, cons: IntArray) -> IntArray:
