@@ -479,6 +479,8 @@ class FlowState:
                 parts.append(np.fromiter(self._seg_slots[g], dtype=np.int64))
         candidates = unique_ints(np.concatenate(parts))
         candidates = candidates[self._active[candidates]]
+        if candidates.size == 0:
+            return candidates
         return candidates[self._crossing(candidates, cons)]
 
     def _rebuild_index(self, owner_con: tuple[IntArray, IntArray] | None = None) -> None:
@@ -509,12 +511,13 @@ class FlowState:
         Returns the active slots touching ``cons``.
         """
         touching = self._members(cons)
-        mark = self._mark(cons)
-        f = self._factored(touching)
         self._con_load[cons] = 0.0
-        f.add_to(self._con_load, self._priority[touching] * self._level[touching], mark)
         self._con_max_level[cons] = 0.0
-        f.max_into(self._con_max_level, self._level[touching], mark)
+        if touching.size:
+            mark = self._mark(cons)
+            f = self._factored(touching)
+            f.add_to(self._con_load, self._priority[touching] * self._level[touching], mark)
+            f.max_into(self._con_max_level, self._level[touching], mark)
         self._update_saturation(cons)
         return touching
 
