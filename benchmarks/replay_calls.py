@@ -133,7 +133,9 @@ def main(argv: list[str]) -> int:
         per_rank = int(argv[2]) if len(argv) > 2 else 245
         record = replay(random_reads(2048, per_rank, 1048576.0, 16, 2e-3), 64)
     else:
-        raise SystemExit(f"unknown benchmark {which!r}: expected reads3000, seqreads3000 or calls500k")
+        raise SystemExit(
+            f"unknown benchmark {which!r}: expected reads3000, seqreads3000 or calls500k"
+        )
     print(json.dumps(record))
     return 0
 

@@ -45,6 +45,7 @@ only the flows that repair reached.
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Any
 
 import numpy as np
@@ -585,7 +586,7 @@ class ClassLayer(FlowState):
                         target = cid
             if target >= 0:
                 c = classes[target]
-            elif np.isfinite(spec[3]):
+            elif math.isfinite(spec[3]):
                 cap_cid = self._cap_class.get(spec[3])
                 c = classes[cap_cid] if cap_cid is not None else self._new_class(0, best, best)
             else:
