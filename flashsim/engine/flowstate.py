@@ -61,6 +61,8 @@ def unique_ints(values: IntArray) -> IntArray:
     """
     if values.size < 2:
         return np.array(values, dtype=np.int64).ravel()
+    if values.ndim == 1 and (values[1:] > values[:-1]).all():  # sorted, distinct already
+        return np.array(values, dtype=np.int64)
     ordered = np.sort(values, kind="stable")
     keep = np.empty(ordered.size, dtype=bool)
     keep[0] = True
