@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -187,3 +188,26 @@ def test_a_segment_bound_catches_a_saturated_constraint_inside_the_segment() -> 
     )
     assert got == pytest.approx(level, rel=1e-9)
     assert got == pytest.approx([20.0, 30.0])
+
+
+def test_a_rank_builds_the_access_of_each_kind_of_call_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The replay's per-call path: a rank's calls of one kind (file, direction, size)
+    # share one access and stream, looked up once, not rebuilt per call.
+    built: list[int] = []
+    original = JobEngine._access
+
+    def counting(self: JobEngine, times: Any, node: int, k: int) -> Any:
+        built.append(k)
+        return original(self, times, node, k)
+
+    monkeypatch.setattr(JobEngine, "_access", counting)
+    loaded = load_system_model(PERLMUTTER)
+    sim = Simulation(0)
+    system = loaded.kind.build(loaded.model, sim, "flow")
+    calls = 20
+    (times,) = JobEngine(system, "flow").run([PlacedJob("j", random_reads(calls, 16))])
+    assert np.isfinite(times.end_s).all()
+    assert len(times.transfers) == calls
+    assert len(built) <= 2  # the job's first access (set-up) and the rank's one kind
