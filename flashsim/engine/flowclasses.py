@@ -844,13 +844,16 @@ class ClassLayer(FlowState):
             self._rebuild_classes()  # the repair escalated to a full solve
             return
         reach_slots, reach_cons = reach
-        # Constraints whose load the repair raised: escrow shares there may exceed the
-        # slack left (where loads fell, the shares handed out are still safe).
-        moved = reach_slots[self._level[reach_slots] != level_before[reach_slots]]
+        # Constraints on which any flow's rate rose: escrow shares there may exceed the
+        # slack left.  Not only where the total load rose: a constraint whose load fell
+        # overall can still have one mover above its share (its class's level rose) while
+        # another mover, fallen, keeps a threshold drawn on the old slack; the two would
+        # overcommit it.  Only where no crossing flow's rate rose are the shares safe.
+        rose = reach_slots[self._level[reach_slots] > level_before[reach_slots]]
         raised = np.zeros(self._n_cons)
-        if moved.size:
-            delta = self._priority[moved] * (self._level[moved] - level_before[moved])
-            self._factored(moved).add_to(raised, delta)
+        if rose.size:
+            delta = self._priority[rose] * (self._level[rose] - level_before[rose])
+            self._factored(rose).add_to(raised, delta)
         self._reclassify(reach_slots, reach_cons, np.flatnonzero(raised > 0))
 
     def _bottleneck_choice(
