@@ -211,3 +211,153 @@ def test_a_rank_builds_the_access_of_each_kind_of_call_once(
     assert np.isfinite(times.end_s).all()
     assert len(times.transfers) == calls
     assert len(built) <= 2  # the job's first access (set-up) and the rank's one kind
+
+
+# A Hypothesis example of tests/test_flow_network.py (shared bottlenecks, two capacity
+# changes at t = 0): 13 resources, 59 flows (start s, bytes, [(resource, weight)],
+# rate cap B/s or None, priority).
+_REPAIR_CAPS_BPS = [
+    194.03331523976306,
+    32.0,
+    2.00001,
+    23.593840907451945,
+    21.59016821445221,
+    2.721692042758594,
+    17.348645004695634,
+    30.159290400514667,
+    3.190005442299584,
+    29.21741025793049,
+    55.24860706583807,
+    19.02128983005582,
+    58.087174785445576,
+]
+_REPAIR_FLOWS: list[tuple[float, float, list[tuple[int, float]], float | None, float]] = [
+    (0.0, 224.0, [(0, 1.0), (10, 1.0)], 7.066710878117413, 1.0),
+    (0.0, 146.0, [(0, 2.0), (11, 1.0), (1, 1.0)], None, 1.0),
+    (0.0, 269.0, [(0, 1.0), (2, 1.0), (9, 1.0)], None, 1.0),
+    (0.0, 1.0, [(0, 1.0), (1, 1.0), (2, 1.0)], None, 1.0),
+    (0.0, 4.0, [(0, 1.0), (1, 1.0), (2, 1.0)], None, 1.0),
+    (0.0, 23.0, [(0, 1.0), (2, 1.0)], None, 0.5),
+    (0.0, 97.0, [(0, 1.0), (4, 1.0), (9, 1.0)], None, 1.0),
+    (4.727637657049379, 257.0, [(0, 1.0), (11, 1.0), (1, 1.0)], None, 1.0),
+    (0.0, 371.0, [(0, 1.0), (7, 1.0), (8, 1.0)], None, 1.0),
+    (0.0, 141.0, [(0, 1.0), (9, 1.0), (4, 1.0)], None, 1.0),
+    (0.0, 35.0, [(0, 1.0), (1, 1.0)], None, 1.0),
+    (0.0, 1.0, [(0, 1.0), (1, 1.0)], 3.071150660424484, 1.0),
+    (0.0, 356.0, [(0, 1.0), (5, 1.0)], None, 1.0),
+    (0.0, 365.0, [(0, 2.0), (3, 1.0), (2, 1.0)], None, 1.0),
+    (0.0, 284.0, [(0, 1.0), (9, 1.0), (3, 1.0)], None, 1.0),
+    (0.0, 107.0, [(0, 1.0), (12, 1.0)], 1.5881660793550887, 1.0),
+    (3.103301409722138, 322.0, [(0, 2.0), (4, 1.0)], None, 1.0),
+    (0.0, 94.0, [(0, 1.0), (7, 1.0), (3, 1.0)], None, 1.0),
+    (0.0, 158.0, [(0, 1.25), (5, 1.0), (4, 1.0)], None, 1.0),
+    (0.0, 213.0, [(0, 1.0), (5, 1.0)], None, 2.0),
+    (0.0, 43.0, [(0, 1.0), (8, 1.0), (1, 1.0)], None, 1.0),
+    (0.0, 114.0, [(0, 1.0), (11, 1.0), (7, 1.0)], None, 1.0),
+    (0.0, 335.0, [(0, 1.0), (5, 1.0), (1, 1.0)], None, 1.0),
+    (0.0, 209.0, [(0, 2.0), (3, 1.0), (7, 1.0)], None, 1.0),
+    (0.0, 284.0, [(0, 2.0), (11, 1.0), (4, 1.0)], None, 0.5),
+    (0.0, 163.0, [(0, 1.0), (8, 1.0)], None, 1.0),
+    (0.0, 65.0, [(0, 1.0), (3, 1.0)], None, 1.0),
+    (0.0, 232.0, [(0, 2.0), (10, 1.0)], None, 0.5),
+    (0.0, 100.0, [(0, 1.0), (6, 1.0)], None, 1.0),
+    (0.0, 37.0, [(0, 1.0), (1, 1.0)], None, 1.0),
+    (0.0, 126.0, [(0, 1.0), (9, 1.0), (4, 1.0)], None, 1.0),
+    (0.0, 130.0, [(0, 1.0), (2, 1.0), (11, 1.0)], None, 2.0),
+    (0.0, 1.0, [(0, 1.0), (1, 1.0), (2, 1.0)], None, 1.0),
+    (0.0, 7.0, [(0, 1.0), (1, 1.0)], None, 1.0),
+    (7.0, 382.0, [(0, 2.0), (9, 1.0), (11, 1.0)], None, 1.0),
+    (3.952742653974094, 226.0, [(0, 1.25), (1, 1.0)], None, 1.0),
+    (0.0, 62.0, [(0, 1.0), (10, 1.0), (11, 1.0)], None, 1.0),
+    (0.0, 171.0, [(0, 2.0), (7, 1.0), (9, 1.0)], None, 1.0),
+    (0.0, 49.0, [(0, 1.0), (12, 1.0)], None, 1.0),
+    (0.0, 73.0, [(0, 1.0), (8, 1.0), (10, 1.0)], None, 1.0),
+    (0.0, 296.0, [(0, 1.25), (8, 1.0), (12, 1.0)], None, 1.0),
+    (0.0, 147.0, [(0, 1.25), (3, 1.0)], 4.822351323495952, 1.0),
+    (0.0, 233.0, [(0, 1.0), (10, 1.0)], None, 1.0),
+    (0.0, 89.0, [(0, 1.0), (8, 1.0)], None, 1.0),
+    (0.0, 180.0, [(0, 1.0), (8, 1.0), (1, 1.0)], None, 1.0),
+    (1.8464455620206537, 399.0, [(0, 1.0), (9, 1.0)], None, 2.0),
+    (0.0, 23.0, [(0, 2.0), (9, 1.0)], None, 1.0),
+    (0.0, 256.0, [(0, 1.25), (2, 1.0)], None, 1.0),
+    (0.0, 51.0, [(0, 1.0), (3, 1.0), (8, 1.0)], None, 1.0),
+    (0.0, 144.0, [(0, 1.0), (10, 1.0), (9, 1.0)], None, 0.5),
+    (0.0, 200.0, [(0, 1.0), (1, 1.0)], None, 1.0),
+    (0.0, 213.0, [(0, 1.0), (1, 1.0)], 9.754541577906522, 1.0),
+    (0.0, 228.0, [(0, 1.0), (2, 1.0)], 3.6145080508046554, 1.0),
+    (0.0, 202.0, [(0, 1.0), (11, 1.0), (4, 1.0)], None, 0.5),
+    (0.0, 128.0, [(0, 1.0), (5, 1.0), (4, 1.0)], None, 1.0),
+    (0.0, 1.0, [(0, 1.0), (1, 1.0)], None, 1.0),
+    (0.0, 143.0, [(0, 2.0), (2, 1.0)], None, 1.0),
+    (0.0, 275.0, [(0, 1.25), (7, 1.0), (9, 1.0)], None, 2.0),
+    (0.0, 209.0, [(0, 1.0), (8, 1.0)], None, 2.0),
+]
+# (time s, resource, new capacity B/s)
+_REPAIR_CHANGES = [(0.0, 4, 27.198996445118347), (0.0, 2, 20.0)]
+
+
+def _full_solve_rates(net: FlowNetwork) -> np.ndarray:
+    """Every active flow's rate (B/s) from one max-min solve of the network as it is now."""
+    snap = net.snapshot()
+    pc, coef = snap["path_con"], snap["path_coef"]
+    mask = pc > 0
+    flow = np.broadcast_to(np.arange(pc.shape[0])[:, None], pc.shape)[mask]
+    level = solve_maxmin(
+        flow.astype(np.int64),
+        pc[mask],
+        coef[mask],
+        snap["con_capacity"],
+        snap["level_caps"],
+        snap["priorities"],
+    )
+    return np.asarray(level * snap["priorities"])
+
+
+def test_a_repair_re_derives_thresholds_where_one_flow_rose_though_the_total_load_fell() -> None:
+    """Rates equal a full solve after every re-solve, here at t = 26.59 s too.
+
+    A repair at t = 26.33 s raises one bottleneck class's level (and so its load on
+    resource 4, a constraint it crosses but is not bottlenecked on) while another class
+    crossing resource 4 falls: the total load there falls.  The escrow thresholds of
+    resource 4 were re-derived only where the total load rose, so the fallen class kept a
+    threshold drawn on the old slack, and the next completion (a class event) let the two
+    classes overcommit resource 4.
+    """
+    env = simpy.Environment()
+    net = FlowNetwork(env)
+    res = [net.add_resource(f"r{i}", capacity_Bps=c) for i, c in enumerate(_REPAIR_CAPS_BPS)]
+    mismatches: list[float] = []
+
+    def compare() -> None:
+        if net.active_flows and not np.allclose(
+            net.snapshot()["rates_Bps"], _full_solve_rates(net), rtol=1e-7, atol=1e-9
+        ):
+            mismatches.append(env.now)
+
+    def starter(
+        start_s: float,
+        size_B: float,
+        path: list[tuple[int, float]],
+        cap_Bps: float | None,
+        priority: float,
+    ) -> Any:
+        if start_s > 0:
+            yield env.timeout(start_s)
+        flow = net.start_flow(
+            size_B, [(res[r], w) for r, w in path], rate_cap_Bps=cap_Bps, priority=priority
+        )
+        yield flow.done
+
+    def changer(t_s: float, r: int, capacity_Bps: float) -> Any:
+        yield env.timeout(t_s)
+        net.set_capacity(res[r], capacity_Bps=capacity_Bps)
+
+    for spec in _REPAIR_FLOWS:
+        env.process(starter(*spec))
+    for change in _REPAIR_CHANGES:
+        env.process(changer(*change))
+    net.add_rate_listener(compare)
+    env.run()
+    assert net.stats["repairs"] > 0  # the incremental path this test is about ran
+    assert not mismatches
+    assert not net.active_flows
