@@ -45,6 +45,7 @@ only the flows that repair reached.
 from __future__ import annotations
 
 import heapq
+import math
 from typing import Any
 
 import numpy as np
@@ -585,7 +586,7 @@ class ClassLayer(FlowState):
                         target = cid
             if target >= 0:
                 c = classes[target]
-            elif np.isfinite(spec[3]):
+            elif math.isfinite(spec[3]):
                 cap_cid = self._cap_class.get(spec[3])
                 c = classes[cap_cid] if cap_cid is not None else self._new_class(0, best, best)
             else:
@@ -772,14 +773,12 @@ class ClassLayer(FlowState):
         self._unsynced.clear()
         slots = np.fromiter(stale, dtype=np.int64, count=len(stale))
         slots = slots[self._active[slots]]
-        cons = self._touched_constraints()
-        cons.update(self._lost_bottlenecks)
-        stale_load = set(self._load_stale)
-        for g in self._load_stale_segs:
-            stale_load.update(self._seg_cons[g].tolist())
+        stale_load = self._cons_of(self._load_stale, self._load_stale_segs)
         self._load_stale.clear()
         self._load_stale_segs.clear()
-        cons.update(stale_load)
+        parts = [self._touched_constraints(), stale_load]
+        if self._lost_bottlenecks:
+            parts.append(np.fromiter(self._lost_bottlenecks, dtype=np.int64))
         if slots.size:
             cls = self._cls[slots]
             mu_of = np.zeros(max(self._next_cid, 1))
@@ -791,12 +790,12 @@ class ClassLayer(FlowState):
             f.add_to(self._con_load, delta)
             self._con_load[0] = 0.0
             self._level[slots] = level
-            cons.update(f.cons().tolist())
-        if stale_load:
-            self._recompute_state(np.fromiter(stale_load, dtype=np.int64, count=len(stale_load)))
-        if not cons:
+            parts.append(f.cons())
+        if stale_load.size:
+            self._recompute_state(stale_load)
+        arr = unique_ints(np.concatenate(parts))
+        if not arr.size:
             return
-        arr = np.fromiter(cons, dtype=np.int64, count=len(cons))
         self._update_saturation(arr)
         # A bottleneck constraint is saturated and its highest level is its class's.
         con_class = self._con_class
@@ -812,35 +811,49 @@ class ClassLayer(FlowState):
             self._recompute_state(odd)
             self._con_saturated[lost] = True
 
-    def _touched_constraints(self) -> set[int]:
-        """Constraints a pending change touched, with those of the touched segments."""
-        cons = set(self._touched)
-        for g in self._touched_segs:
-            cons.update(self._seg_cons[g].tolist())
-        return cons
+    def _touched_constraints(self) -> IntArray:
+        """Constraints a pending change touched, with those of the touched segments (sorted)."""
+        return self._cons_of(self._touched, self._touched_segs)
+
+    def _cons_of(self, cons: set[int], segs: set[int]) -> IntArray:
+        """The distinct constraints among ``cons`` and those of segments ``segs`` (sorted).
+
+        Built from the segments' index arrays, never as Python sets over a
+        stripe set's thousands of constraints.
+        """
+        parts = [np.fromiter(cons, dtype=np.int64, count=len(cons))]
+        parts.extend(self._seg_cons[g] for g in segs)
+        return unique_ints(np.concatenate(parts))
 
     def _flow_level_solve(self, new: list[int], full: bool) -> None:
         """Solve at flow level (repair or full), then rebuild the classes from it."""
+        with self._memo_factored():
+            self._flow_level_solve_memo(new, full)
+
+    def _flow_level_solve_memo(self, new: list[int], full: bool) -> None:
+        """:meth:`_flow_level_solve`, each flow set's entries built once."""
         if full:
             self._full_solve()
             self._rebuild_classes()
             return
         self._materialise()
-        cons = self._touched_constraints()
-        touched = np.fromiter(cons, dtype=np.int64, count=len(cons))
+        touched = self._touched_constraints()
         level_before = self._level.copy()
-        reach = self._repair(np.array(new, dtype=np.int64), unique_ints(touched))
+        reach = self._repair(np.array(new, dtype=np.int64), touched)
         if reach is None:
             self._rebuild_classes()  # the repair escalated to a full solve
             return
         reach_slots, reach_cons = reach
-        # Constraints whose load the repair raised: escrow shares there may exceed the
-        # slack left (where loads fell, the shares handed out are still safe).
-        moved = reach_slots[self._level[reach_slots] != level_before[reach_slots]]
+        # Constraints on which any flow's rate rose: escrow shares there may exceed the
+        # slack left.  Not only where the total load rose: a constraint whose load fell
+        # overall can still have one mover above its share (its class's level rose) while
+        # another mover, fallen, keeps a threshold drawn on the old slack; the two would
+        # overcommit it.  Only where no crossing flow's rate rose are the shares safe.
+        rose = reach_slots[self._level[reach_slots] > level_before[reach_slots]]
         raised = np.zeros(self._n_cons)
-        if moved.size:
-            delta = self._priority[moved] * (self._level[moved] - level_before[moved])
-            self._factored(moved).add_to(raised, delta)
+        if rose.size:
+            delta = self._priority[rose] * (self._level[rose] - level_before[rose])
+            self._factored(rose).add_to(raised, delta)
         self._reclassify(reach_slots, reach_cons, np.flatnonzero(raised > 0))
 
     def _bottleneck_choice(

@@ -29,6 +29,7 @@ rank's bytes over S targets costs O(ranks + targets), not O(ranks x targets).
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -411,18 +412,18 @@ class FlowNetwork(ClassLayer):
             interval (:meth:`limit_bytes`): ``"<kind>: <what>"``, e.g.
             ``"concurrency: rank window q*t/L"``; ``None`` for ``"rate cap"``.
         """
-        if not (size_B > 0 and np.isfinite(size_B)):
+        if not (size_B > 0 and math.isfinite(size_B)):
             raise ValueError(f"flow {name!r}: size_B(={size_B}) must be a finite number > 0")
         if not priority > 0:
             raise ValueError(f"flow {name!r}: priority(={priority}) must be > 0")
         if rate_cap_Bps is not None and not rate_cap_Bps > 0:
             raise ValueError(f"flow {name!r}: rate_cap_Bps(={rate_cap_Bps}) must be > 0")
-        if op_size_B is not None and not (op_size_B > 0 and np.isfinite(op_size_B)):
+        if op_size_B is not None and not (op_size_B > 0 and math.isfinite(op_size_B)):
             raise ValueError(f"flow {name!r}: op_size_B(={op_size_B}) must be a finite number > 0")
         coef_by_con: dict[int, float] = {}
         segs: list[tuple[int, float]] = []
         for element, weight in path:
-            if not (weight > 0 and np.isfinite(weight)):
+            if not (weight > 0 and math.isfinite(weight)):
                 raise ValueError(
                     f"flow {name!r}: weight(={weight}) on {element.name} "
                     "must be a finite number > 0"
@@ -450,7 +451,7 @@ class FlowNetwork(ClassLayer):
                     coef_by_con.get(element._con_ops, 0.0) + weight / op_size_B
                 )
         cap = np.inf if rate_cap_Bps is None else float(rate_cap_Bps)
-        if not coef_by_con and not segs and not np.isfinite(cap):
+        if not coef_by_con and not segs and not math.isfinite(cap):
             raise ValueError(f"flow {name!r}: has neither a limited resource nor a rate cap")
         slot = self._alloc_slot(len(coef_by_con))
         cons = tuple(coef_by_con)

@@ -28,6 +28,8 @@ flow's weight on the segment), expanded only for the flows being solved.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -45,6 +47,9 @@ FULL_SOLVE_FRACTION = 0.25
 #: (every constraint), a change to a few flows only what their paths touch.
 FULL_SOLVE_MIN_FLOWS = 16
 
+#: Answers of :meth:`FlowState._segments_containing` kept (the store is emptied when full).
+SEGMENT_LOOKUPS_KEPT = 64
+
 BoolArray = npt.NDArray[np.bool_]
 
 
@@ -56,6 +61,8 @@ def unique_ints(values: IntArray) -> IntArray:
     """
     if values.size < 2:
         return np.array(values, dtype=np.int64).ravel()
+    if values.ndim == 1 and (values[1:] > values[:-1]).all():  # sorted, distinct already
+        return np.array(values, dtype=np.int64)
     ordered = np.sort(values, kind="stable")
     keep = np.empty(ordered.size, dtype=bool)
     keep[0] = True
@@ -91,10 +98,13 @@ class Factored:
         self.seg_of_entry = np.repeat(np.arange(self.n_segs), lens)
         self._nonempty = lens > 0
         self._starts = self.seg_start[:-1][self._nonempty]
+        self._cons: IntArray | None = None
 
     def cons(self) -> IntArray:
-        """Every constraint crossed (sorted, unique)."""
-        return unique_ints(np.concatenate([self.own_con, self.seg_con]))
+        """Every constraint crossed (sorted, unique; computed once, do not modify)."""
+        if self._cons is None:
+            self._cons = unique_ints(np.concatenate([self.own_con, self.seg_con]))
+        return self._cons
 
     def _scatter(
         self,
@@ -178,6 +188,8 @@ class FlowState:
         self._index_slots = np.zeros(0, dtype=np.int64)
         self._index_recent: list[int] = []
         self._index_dirty = True
+        # Slot array bytes -> its Factored entries, while a solve runs (see _memo_factored).
+        self._factored_memo: dict[bytes, Factored] | None = None
         # Flow slot arrays: a slot's own entries, padded with constraint 0.
         self._path_con = np.zeros((0, 1), dtype=np.int64)
         self._path_coef = np.zeros((0, 1))
@@ -202,6 +214,8 @@ class FlowState:
         self._con_seg_indptr = np.zeros(1, dtype=np.int64)
         self._con_seg_ids = np.zeros(0, dtype=np.int64)
         self._con_seg_dirty = False
+        # Constraint array bytes -> the segments containing any (until a segment is added).
+        self._con_seg_found: dict[bytes, tuple[int, ...]] = {}
         #: Counters for benchmarks and diagnostics.
         self.stats: dict[str, int] = {
             "full_solves": 0,
@@ -283,7 +297,38 @@ class FlowState:
 
     # ------------------------------------------------------------------ entries
     def _factored(self, slots: IntArray) -> Factored:
-        """The entries of ``slots`` with their segments kept factored (see :class:`Factored`)."""
+        """The entries of ``slots`` with their segments kept factored (see :class:`Factored`).
+
+        Inside :meth:`_memo_factored` the result for a given slot array is
+        built once: a solve asks for the same few flows' entries many times,
+        and no path changes while it runs.
+        """
+        memo = self._factored_memo
+        if memo is None:
+            return self._build_factored(slots)
+        key = np.asarray(slots, dtype=np.int64).tobytes()
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = self._build_factored(slots)
+        return found
+
+    @contextmanager
+    def _memo_factored(self) -> Iterator[None]:
+        """Within this block, :meth:`_factored` builds each slot array's entries once.
+
+        Only for code that changes no flow's path or segments (solving,
+        reclassifying): a started or released flow would leave stale entries.
+        """
+        outer = self._factored_memo
+        if outer is None:
+            self._factored_memo = {}
+        try:
+            yield
+        finally:
+            self._factored_memo = outer
+
+    def _build_factored(self, slots: IntArray) -> Factored:
+        """The entries of ``slots``, built (see :meth:`_factored`)."""
         pc = self._path_con[slots]
         mask = pc > 0
         own = (
@@ -384,9 +429,15 @@ class FlowState:
         residual = np.maximum(self._con_cap[used] - (self._con_load[used] - own[used]), 0.0)
         self._level[slots] = self._solve_factored(f, residual, slots, used)
 
-    def _segments_containing(self, cons: IntArray) -> list[int]:
-        """Segments that contain any of ``cons`` (sorted), in O(their entries among ``cons``)."""
+    def _segments_containing(self, cons: IntArray) -> tuple[int, ...]:
+        """Segments that contain any of ``cons`` (sorted), in O(their entries among ``cons``).
+
+        Segments are only ever added, so the answer for a constraint array is
+        remembered until the next one is (a departed read's whole stripe set is
+        looked up again on every call of a replay).
+        """
         if self._con_seg_dirty:
+            self._con_seg_found.clear()
             flat_con, _coef, flat_start = self._segflat()
             seg_of = np.repeat(np.arange(flat_start.size - 1), np.diff(flat_start))
             order = np.argsort(flat_con, kind="stable")
@@ -394,14 +445,21 @@ class FlowState:
             self._con_seg_indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
             self._con_seg_ids = seg_of[order]
             self._con_seg_dirty = False
+        key = np.asarray(cons, dtype=np.int64).tobytes()
+        found = self._con_seg_found.get(key)
+        if found is not None:
+            return found
         known = cons[cons < self._con_seg_indptr.size - 1]
         starts = self._con_seg_indptr[known]
         lengths = self._con_seg_indptr[known + 1] - starts
         total = int(lengths.sum())
-        if total == 0:
-            return []
-        offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
-        found: list[int] = unique_ints(self._con_seg_ids[offsets + np.arange(total)]).tolist()
+        found = ()
+        if total:
+            offsets = np.repeat(starts - np.cumsum(lengths) + lengths, lengths)
+            found = tuple(unique_ints(self._con_seg_ids[offsets + np.arange(total)]).tolist())
+        if len(self._con_seg_found) >= SEGMENT_LOOKUPS_KEPT:
+            self._con_seg_found.clear()
+        self._con_seg_found[key] = found
         return found
 
     def _members(self, cons: IntArray) -> IntArray:
@@ -423,6 +481,8 @@ class FlowState:
                 parts.append(np.fromiter(self._seg_slots[g], dtype=np.int64))
         candidates = unique_ints(np.concatenate(parts))
         candidates = candidates[self._active[candidates]]
+        if candidates.size == 0:
+            return candidates
         return candidates[self._crossing(candidates, cons)]
 
     def _rebuild_index(self, owner_con: tuple[IntArray, IntArray] | None = None) -> None:
@@ -453,12 +513,13 @@ class FlowState:
         Returns the active slots touching ``cons``.
         """
         touching = self._members(cons)
-        mark = self._mark(cons)
-        f = self._factored(touching)
         self._con_load[cons] = 0.0
-        f.add_to(self._con_load, self._priority[touching] * self._level[touching], mark)
         self._con_max_level[cons] = 0.0
-        f.max_into(self._con_max_level, self._level[touching], mark)
+        if touching.size:
+            mark = self._mark(cons)
+            f = self._factored(touching)
+            f.add_to(self._con_load, self._priority[touching] * self._level[touching], mark)
+            f.max_into(self._con_max_level, self._level[touching], mark)
         self._update_saturation(cons)
         return touching
 

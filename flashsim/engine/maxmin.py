@@ -156,6 +156,11 @@ def solve_maxmin_factored(
         if starts.size:
             seg_fill[nonempty] = np.minimum.reduceat(fill[seg_con], starts)
         np.minimum.at(flow_min, uf, seg_fill[ug])
+        if n_flows == 1:
+            # A lone flow freezes at its lowest fill or cap in this round (the rest of
+            # the round would find exactly that).
+            level[0] = flow_min[0]
+            return level
         # Each constraint's lowest flow minimum among the flows crossing it.
         con_min = np.full(n_cons, np.inf)
         np.minimum.at(con_min, ec, flow_min[ef])

@@ -605,16 +605,37 @@ class JobEngine:
         #: first, and their bytes.
         dirty: deque[tuple[Flow, float]] = deque()
         dirty_B = 0.0
+        # What _access reads of a transfer, per transfer of the rank (Python scalars), and
+        # the access and stream of each distinct combination: built once, not per call.
+        gap_s = tr.gap_s[lo:hi].tolist()
+        size_B = tr.size_B[lo:hi].tolist()
+        cached = tr.cached[lo:hi].tolist()
+        kinds = list(
+            zip(
+                tr.file[lo:hi].tolist(),
+                tr.record[lo:hi].tolist(),
+                tr.write[lo:hi].tolist(),
+                tr.sequential[lo:hi].tolist(),
+                tr.calls[lo:hi].tolist(),
+                size_B,
+                strict=True,
+            )
+        )
+        paths: dict[tuple[Any, ...], tuple[Access, RankStream]] = {}
         if times.job.start_s > 0:
             yield env.timeout(times.job.start_s)
         for k in range(lo, hi):
-            if tr.gap_s[k] > 0:
-                yield env.timeout(float(tr.gap_s[k]))
+            i = k - lo
+            if gap_s[i] > 0:
+                yield env.timeout(gap_s[i])
             times.start_s[k] = env.now - t0
-            size = float(tr.size_B[k])
-            if size > 0 and not tr.cached[k]:
-                access = self._access(times, node, k)
-                stream = self._stream(access)
+            size = size_B[i]
+            if size > 0 and not cached[i]:
+                found = paths.get(kinds[i])
+                if found is None:
+                    access = self._access(times, node, k)
+                    found = paths[kinds[i]] = (access, self._stream(access))
+                access, stream = found
                 if self.fidelity == "request":
                     ops = self._operations(access, stream, size, cache_B)
                     if ops:
