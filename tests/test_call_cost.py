@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 import simpy
+from flow_helpers import full_solution
 
 from flashsim.engine.flows import FlowNetwork
 from flashsim.engine.flowstate import Factored
@@ -296,23 +297,6 @@ _REPAIR_FLOWS: list[tuple[float, float, list[tuple[int, float]], float | None, f
 _REPAIR_CHANGES = [(0.0, 4, 27.198996445118347), (0.0, 2, 20.0)]
 
 
-def _full_solve_rates(net: FlowNetwork) -> np.ndarray:
-    """Every active flow's rate (B/s) from one max-min solve of the network as it is now."""
-    snap = net.snapshot()
-    pc, coef = snap["path_con"], snap["path_coef"]
-    mask = pc > 0
-    flow = np.broadcast_to(np.arange(pc.shape[0])[:, None], pc.shape)[mask]
-    level = solve_maxmin(
-        flow.astype(np.int64),
-        pc[mask],
-        coef[mask],
-        snap["con_capacity"],
-        snap["level_caps"],
-        snap["priorities"],
-    )
-    return np.asarray(level * snap["priorities"])
-
-
 def test_a_repair_re_derives_thresholds_where_one_flow_rose_though_the_total_load_fell() -> None:
     """Rates equal a full solve after every re-solve, here at t = 26.59 s too.
 
@@ -330,7 +314,7 @@ def test_a_repair_re_derives_thresholds_where_one_flow_rose_though_the_total_loa
 
     def compare() -> None:
         if net.active_flows and not np.allclose(
-            net.snapshot()["rates_Bps"], _full_solve_rates(net), rtol=1e-7, atol=1e-9
+            net.snapshot()["rates_Bps"], full_solution(net), rtol=1e-7, atol=1e-9
         ):
             mismatches.append(env.now)
 

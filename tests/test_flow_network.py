@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pytest
 import simpy
+from flow_helpers import full_solution
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,22 +66,6 @@ def check_rates_on_grid(
 
     env.process(checker())
     return compared
-
-
-def full_solution(net: FlowNetwork) -> np.ndarray:
-    snap = net.snapshot()
-    pc, coef = snap["path_con"], snap["path_coef"]
-    mask = pc > 0
-    flow = np.broadcast_to(np.arange(pc.shape[0])[:, None], pc.shape)[mask]
-    level = solve_maxmin(
-        flow.astype(np.int64),
-        pc[mask],
-        coef[mask],
-        snap["con_capacity"],
-        snap["level_caps"],
-        snap["priorities"],
-    )
-    return level * snap["priorities"]
 
 
 def test_two_flows_finish_at_the_right_times() -> None:
