@@ -12,7 +12,10 @@ Parquet store and ``--json`` say why each point ran as fast as it did:
 * ``bottleneck_count`` and ``bottleneck_kinds`` (``"nic x274, fabric x2"``):
   every bottleneck, counted by kind;
 * ``most_utilized``, ``most_utilized_kind``, ``most_utilized_utilization``: the
-  resource closest to limiting, named even when none reached the threshold.
+  resource closest to limiting, named even when none reached the threshold;
+* ``held_by``: when nothing reached the threshold, the latency or concurrency
+  bound that held the phase longest (``"concurrency: rank RPC window q*t/L"``,
+  :func:`flashsim.measure.limits.held_by`), as the run report names it.
 
 A phase that measured no resource (no flow or queue did any work) has null
 names and NaN utilisations.  Utilisations are dimensionless (0..1).
@@ -28,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from flashsim.measure.limits import held_by
 from flashsim.measure.results import PhaseResult, ResourceLoad
 
 __all__ = ["LIMIT_COLUMNS", "format_table", "limit_columns", "limited_by"]
@@ -42,6 +46,7 @@ LIMIT_COLUMNS = (
     "most_utilized",
     "most_utilized_kind",
     "most_utilized_utilization",
+    "held_by",
 )
 
 
@@ -71,6 +76,7 @@ def limit_columns(phase: PhaseResult) -> dict[str, Any]:
     measured = bool(phase.bottlenecks or phase.most_utilized)
     top = phase.bottlenecks[0] if phase.bottlenecks else None
     most = phase.most_utilized[0] if phase.most_utilized else top
+    bound = None if top else held_by(phase)
     return {
         "bottleneck": top.name if top else ("none" if measured else None),
         "bottleneck_kind": top.kind if top else None,
@@ -80,6 +86,7 @@ def limit_columns(phase: PhaseResult) -> dict[str, Any]:
         "most_utilized": most.name if most else None,
         "most_utilized_kind": most.kind if most else None,
         "most_utilized_utilization": most.utilization if most else math.nan,
+        "held_by": bound[0] if bound else None,
     }
 
 
@@ -111,8 +118,10 @@ def limited_by(row: Mapping[Hashable, Any]) -> str:
     most = row.get("most_utilized")
     if not isinstance(most, str):
         return "-"
+    bound = row.get("held_by")
+    held = f" saturated; held by {bound}" if isinstance(bound, str) else ""
     return (
-        f"none; most utilised: {most} ({row['most_utilized_kind']}) "
+        f"none{held}; most utilised: {most} ({row['most_utilized_kind']}) "
         f"{_pct(row['most_utilized_utilization'])}"
     )
 

@@ -86,7 +86,10 @@ def test_table_csv_and_json_name_the_bottleneck(tmp_path: Path) -> None:
     header, *rows = text.stdout.splitlines()
     assert header.rstrip().endswith("limited by") and len(rows) == 4
     assert rows[0].split()[:2] == ["1", "bandwidth"] and "demo.ssd (ssd) 100.0%" in rows[0]
-    assert "none; most utilised: demo.ssd (ssd) 39" in rows[1]
+    assert (
+        "none saturated; held by concurrency: stream queue depth q*t/RTT; "
+        "most utilised: demo.ssd (ssd) 39"
+    ) in rows[1]
     expected_limits(pd.read_csv(csv, dtype={"phases.iops.streams": str}))
 
     out = CliRunner().invoke(

@@ -49,7 +49,7 @@ from flashsim.measure.bottlenecks import (
     infer_kind,
     mark,
 )
-from flashsim.measure.results import IntervalLimit
+from flashsim.measure.results import IntervalLimit, PhaseResult
 
 #: Width of the first time windows (s); they double as a phase runs long.
 FIRST_WINDOW_S = 1.0
@@ -313,3 +313,25 @@ class LimitRecorder:
         if a.analytic:
             return IntervalLimit(t0, t1, a.label, a.analytic, "analytic", None, 0.0)
         return IntervalLimit(t0, t1, a.label, "idle", "idle", None, 0.0)
+
+
+#: Kinds of :class:`~flashsim.measure.results.IntervalLimit` that are no resource.
+BOUND_KINDS = frozenset(
+    {"concurrency", "latency", "throttle", "offered load", "rate cap", "analytic", "idle"}
+)
+
+
+def held_by(phase: PhaseResult) -> tuple[str, str] | None:
+    """The latency or concurrency bound that held a phase longest: ``(limiter, kind)``.
+
+    Sums the length (s) of the phase's intervals per bound (not per resource,
+    and not idle time); ``None`` when no interval was held by a bound.
+    """
+    bound: dict[tuple[str, str], float] = {}
+    for i in phase.intervals:
+        if i.kind in BOUND_KINDS and i.kind != "idle":
+            key = (i.limiter, i.kind)
+            bound[key] = bound.get(key, 0.0) + (i.end_s - i.start_s)
+    if not bound:
+        return None
+    return max(bound, key=lambda k: (bound[k], k))

@@ -180,24 +180,15 @@ def format_bottlenecks(result: RunResult) -> str:
 
 #: Interval lines listed per phase before the rest are counted (``--json`` lists them all).
 LISTED_INTERVALS = 16
-#: Kinds of :class:`~flashsim.measure.results.IntervalLimit` that are no resource.
-BOUND_KINDS = frozenset(
-    {"concurrency", "latency", "throttle", "offered load", "rate cap", "analytic", "idle"}
-)
 
 
 def _held_by(p: PhaseResult) -> str:
     """``" saturated; held by <bound> (<kind>)"`` when a latency or concurrency bound
-    held most of the phase's time, else ``""``."""
-    bound: dict[tuple[str, str], float] = {}
-    for i in p.intervals:
-        if i.kind in BOUND_KINDS and i.kind != "idle":
-            key = (i.limiter, i.kind)
-            bound[key] = bound.get(key, 0.0) + (i.end_s - i.start_s)
-    if not bound:
-        return ""
-    limiter, kind = max(bound, key=lambda k: (bound[k], k))
-    return f" saturated; held by {_named(limiter, kind)}"
+    held most of the phase's time (:func:`~flashsim.measure.limits.held_by`), else ``""``."""
+    from flashsim.measure.limits import held_by
+
+    bound = held_by(p)
+    return f" saturated; held by {_named(*bound)}" if bound else ""
 
 
 def _named(limiter: str, kind: str) -> str:
