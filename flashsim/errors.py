@@ -9,6 +9,7 @@ and the CLI's error handling load no pydantic.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass
 
@@ -49,7 +50,7 @@ def _show(value: object) -> str:
     if value is MISSING:
         return ""
     if isinstance(value, int) and value.bit_length() > 256:
-        return f"<an integer of ~{int(value.bit_length() * 0.30103) + 1} digits>"
+        return f"<an integer of ~{int(value.bit_length() * math.log10(2)) + 1} digits>"
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 

@@ -39,7 +39,7 @@ import numpy.typing as npt
 import simpy
 
 from flashsim.engine.flowclasses import ClassLayer, FlowClass
-from flashsim.engine.flowstate import FULL_SOLVE_FRACTION, FULL_SOLVE_MIN_FLOWS
+from flashsim.engine.flowstate import wants_full_solve
 from flashsim.engine.maxmin import FloatArray
 
 #: A flow whose remaining bytes fall below this fraction of its size is complete.
@@ -606,9 +606,7 @@ class FlowNetwork(ClassLayer):
     def _resolve(self) -> None:
         new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
         self._pending_new = []
-        if self._pending_full or len(new) > max(
-            FULL_SOLVE_FRACTION * self._n_active, FULL_SOLVE_MIN_FLOWS
-        ):
+        if self._pending_full or wants_full_solve(len(new), self._n_active):
             self._flow_level_solve(new, full=True)
         elif self._fast_update(new):
             self.stats["class_events"] += 1

@@ -47,6 +47,13 @@ FULL_SOLVE_FRACTION = 0.25
 #: (every constraint), a change to a few flows only what their paths touch.
 FULL_SOLVE_MIN_FLOWS = 16
 
+
+def wants_full_solve(changed: int, n_active: int) -> bool:
+    """Whether a change to ``changed`` of ``n_active`` flows is re-solved in full
+    (:data:`FULL_SOLVE_FRACTION` and :data:`FULL_SOLVE_MIN_FLOWS`)."""
+    return changed > max(FULL_SOLVE_FRACTION * n_active, FULL_SOLVE_MIN_FLOWS)
+
+
 #: Answers of :meth:`FlowState._segments_containing` kept (the store is emptied when full).
 SEGMENT_LOOKUPS_KEPT = 64
 
@@ -570,7 +577,7 @@ class FlowState:
         solved = np.zeros(0, dtype=np.int64)
         while True:
             s_slots = np.flatnonzero(in_s)
-            if s_slots.size > max(FULL_SOLVE_FRACTION * n_active, FULL_SOLVE_MIN_FLOWS):
+            if wants_full_solve(s_slots.size, n_active):
                 self._full_solve()
                 return None
             if s_slots.size > solved.size:

@@ -95,20 +95,19 @@ class LimitLedger:
         """Bytes moved so far per key, counting flows ``slots`` (in a class) whose class
         clocks read ``vtime`` now."""
         out = dict(self.settled)
-        moved = priority * (vtime - self.v0[slots])
-        ok = moved > 0.0
-        if ok.any():
-            uniq, inv = np.unique(self.key[slots][ok], return_inverse=True)
-            sums = np.bincount(inv, weights=moved[ok])
-            for k, b in zip(uniq.tolist(), sums.tolist(), strict=True):
-                out[k] = out.get(k, 0.0) + b
+        _sum_into(out, self.key[slots], priority * (vtime - self.v0[slots]))
         return out
 
     def _add(self, keys: IntArray, moved: FloatArray) -> None:
-        ok = moved > 0.0
-        if not ok.any():
-            return
-        uniq, inv = np.unique(keys[ok], return_inverse=True)
-        sums = np.bincount(inv, weights=moved[ok])
-        for k, b in zip(uniq.tolist(), sums.tolist(), strict=True):
-            self.settled[k] = self.settled.get(k, 0.0) + b
+        _sum_into(self.settled, keys, moved)
+
+
+def _sum_into(out: dict[int, float], keys: IntArray, moved: FloatArray) -> None:
+    """Add the positive ``moved`` (B) to ``out`` per key."""
+    ok = moved > 0.0
+    if not ok.any():
+        return
+    uniq, inv = np.unique(keys[ok], return_inverse=True)
+    sums = np.bincount(inv, weights=moved[ok])
+    for k, b in zip(uniq.tolist(), sums.tolist(), strict=True):
+        out[k] = out.get(k, 0.0) + b

@@ -277,11 +277,8 @@ class LimitRecorder:
         groups: dict[str, float],
         total: float,
     ) -> IntervalLimit:
-        """The interval limited by resources of ``kind`` (``rows``: their rows, bytes)."""
-        for r in np.flatnonzero(flow_util >= BOTTLENECK_UTILIZATION).tolist():
-            res = resources[r]
-            if r not in rows and (res.kind or infer_kind(res.name)) == kind:
-                rows[r] = 0.0  # saturated, tied with the classes' bottleneck
+        """The interval limited by resources of ``kind`` (``rows``: their rows, bytes; the
+        caller has added every saturated row of that kind)."""
         util = sum(float(flow_util[r]) for r in rows) / len(rows)
         limiter = (
             resources[next(iter(rows))].name if len(rows) == 1 else f"{kind} \u00d7{len(rows)}"

@@ -287,15 +287,10 @@ def lnet_sources(system: LustreCore, phase: LnetSelftestPhase) -> list[int]:
     """The source OSSes of an LNet test: the first ``sources`` servers in another I/O group
     than the sink (``cross_group``) or in the same one (:func:`check_lnet_sources` checked
     that there are enough)."""
-    sink_group = system.server_group(phase.sink)
-    found = [
-        i
-        for i in range(system.model.oss.count)
-        if i != phase.sink and (system.server_group(i) != sink_group) == phase.cross_group
-    ][: phase.sources]
-    if len(found) < phase.sources:  # pragma: no cover - check_lnet_sources refuses it first
-        raise RuntimeError(f"phase {phase.name!r}: {len(found)} source OSSes, not {phase.sources}")
-    return found
+    groups = server_groups(system.model)
+    return lnet_candidates(system.model.oss.count, groups, phase.sink, phase.cross_group)[
+        : phase.sources
+    ]
 
 
 def _lnet_transfer(

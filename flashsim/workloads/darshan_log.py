@@ -201,13 +201,10 @@ def read_darshan(
     raw = _parse_guarded(path, timeout_s)
     try:
         trace = _build_trace(path, raw, rng)
+        trace.check()
     except DarshanLogError:
         raise
     except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise DarshanLogError(f"{path}: inconsistent log contents ({exc})") from None
-    try:
-        trace.check()
-    except ValueError as exc:
         raise DarshanLogError(f"{path}: inconsistent log contents ({exc})") from None
     return trace
 
