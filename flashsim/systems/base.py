@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from flashsim.components.target_state import StatefulTarget, SystemStatus
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.workloads.registry import phase_union, protocol_methods
@@ -98,6 +99,31 @@ class BuiltSystem(ABC):
     @abstractmethod
     def run_phase(self, phase: Any) -> PhaseResult:
         """Run one validated phase (state such as data placement carries over)."""
+
+    # ...................................................... target state
+    # The one interface the timeline (events, fast-forward, state reports) uses on every
+    # kind (components.target_state); a kind without stateful targets keeps these defaults.
+    def target_count(self) -> int:
+        """Storage targets in the system (OSTs, DBox tiers, drive groups); 0 if none."""
+        return 0
+
+    def target(self, index: int) -> StatefulTarget:
+        """Target ``index`` (built on first use); ``ValueError("target: ...")`` outside it."""
+        raise ValueError(f"target: index {index}: this system has no stateful targets")
+
+    def built_targets(self) -> list[tuple[int, StatefulTarget]]:
+        """The targets built so far, (index, target) in index order; the others are fresh."""
+        return []
+
+    def status(self) -> SystemStatus:
+        """The state of every target now (unbuilt targets count as fresh)."""
+        built = [(i, t.status()) for i, t in self.built_targets()]
+        return SystemStatus.of(self.sim.now, self.target_count(), built)
+
+    def reset_state(self) -> None:
+        """Give every target fresh state (drives, failures, buffers): a scenario's ``reset``."""
+        for _, t in self.built_targets():
+            t.reset()
 
 
 class SystemKind(ABC):
