@@ -206,6 +206,8 @@ class PhaseResult:
     bottlenecks: list[ResourceLoad] = field(default_factory=list)
     most_utilized: list[ResourceLoad] = field(default_factory=list)
     intervals: list[IntervalLimit] = field(default_factory=list)
+    start_s: float | None = None
+    start_state: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` record: SI values plus ``bandwidth_GBps`` (1 GB = 1e9 B)."""
@@ -268,7 +270,7 @@ class RunResult:
             row = {
                 k: v
                 for k, v in phase.to_dict().items()
-                if k not in ("extra", "bottlenecks", "most_utilized", "intervals")
+                if k not in ("extra", "bottlenecks", "most_utilized", "intervals", "start_state")
             }
             row.update(
                 {
