@@ -32,7 +32,7 @@ from flashsim.components.pcie import PcieLink
 from flashsim.components.raid import DriveOp, RaidSpec
 from flashsim.components.raid_controller import Controller
 from flashsim.components.rebuild import DegradedState, RebuildTraffic
-from flashsim.components.ssd import SsdState
+from flashsim.components.ssd import SsdSpec, SsdState
 from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
 from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
@@ -42,6 +42,9 @@ if TYPE_CHECKING:
     from flashsim.components.drive_aging import DriveAging
 
 OpKind = Literal["read", "write"]
+
+#: Bytes per deallocate command of a TRIM flow (its unit on the drives' time-based data paths).
+TRIM_OP_B = 2.0**20
 
 
 @dataclass(frozen=True)
@@ -299,6 +302,26 @@ class RaidTarget:
                     path.append((links[i], per_B))
                     need = max(need, per_B / self.link_Bps)
         return path, 1.0 / need
+
+    # ............................................................... TRIM
+    def trim_bandwidth_Bps(self) -> float:
+        """Bytes/s each drive deallocates (``inf`` when the datasheet gives no rate)."""
+        drive = self.drive
+        if not isinstance(drive, SsdSpec) or drive.trim_bandwidth is None:
+            return math.inf
+        return float(drive.trim_bandwidth)
+
+    def trim_path(self) -> list[tuple[Resource, float]]:
+        """Flow path of a TRIM: each drive's data path, busy ``TRIM_OP_B / trim_bandwidth`` s per op.
+
+        A byte of the flow deallocates one byte on every drive; the flow's
+        operations are :data:`TRIM_OP_B` bytes.
+        """
+        return [(x, TRIM_OP_B / self.trim_bandwidth_Bps()) for x in self.xfer]
+
+    def drive_bytes_per_user_B(self) -> float:
+        """Bytes each drive receives per user byte written (parity included, declustered)."""
+        return self.raid_spec.full_stripe_write_weight() / self.n_drives
 
     # ............................................................ request
     def pick(self, count: int) -> list[int]:

@@ -25,7 +25,7 @@ import numpy as np
 import simpy
 from pydantic import Field, model_validator
 
-from flashsim.components.drive_aging import build_drive_aging
+from flashsim.components.raid_target import TRIM_OP_B
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import Bytes, Seconds, StrictModel, field_error
 from flashsim.engine.flows import Flow, Resource
@@ -42,8 +42,6 @@ ONSET_LOSS = 0.01
 #: Simulated time (s) a flow-fidelity measurement runs (its rates are constant meanwhile).
 MEASURE_WINDOW_S = 1.0
 
-#: Bytes per deallocate command of a TRIM flow (its unit on the drives' time-based data paths).
-TRIM_OP_B = 2.0**20
 
 
 class OstAgingPhase(StrictModel):
@@ -216,12 +214,14 @@ def drive_bytes_per_ost_byte(system: LustreCore) -> float:
 
 
 def age_ost(
-    system: LustreCore, ost: OstNode, fill: float | None, fidelity: Fidelity, label: str
-) -> None:
-    """Give ``ost`` fresh drives with an FTL model in ``fidelity``.
+    system: LustreCore, index: int, fill: float | None, fidelity: Fidelity, label: str
+) -> OstNode:
+    """Give OST ``index`` fresh drives with an FTL model in ``fidelity``; return the OST.
 
-    ``fill`` of the drives' written space holds cold data (``None``: the
-    model's ``oss.aging.cold_fraction``).
+    The OST's life (:class:`~flashsim.components.target_life.TargetLife`)
+    keeps the state afterwards: the drives stay aged for the phases that
+    follow.  ``fill`` of the drives' written space holds cold data (``None``:
+    the model's ``oss.aging.cold_fraction``).
     """
     spec = system.model.oss
     if spec.aging is None:
@@ -229,20 +229,11 @@ def age_ost(
             "oss.aging: the model has no drive-aging table; add [oss.aging] (units_per_block, "
             "spread) to age OSTs"
         )
-    if fill is None:
-        fill = spec.aging.cold_fraction
     if not isinstance(spec.drive, SsdSpec):
         raise ValueError(f"oss.drive: {spec.drive.name} is not an SSD; only SSDs age here")
-    n = spec.drives_per_target
-    written_fraction = (n - spec.raid.spares) / n
-    ost.aging = build_drive_aging(
-        spec.drive,
-        spec.aging,
-        written_fraction,
-        fill,
-        fidelity,
-        system.sim.rng(f"{label}.ftl"),
-    )
+    life = system.target(index)
+    life.renew(fill, fidelity, label)
+    return life.target
 
 
 def write_rates_Bps(
@@ -291,20 +282,13 @@ def write_rates_Bps(
 
 
 def trim_path(ost: OstNode) -> list[tuple[Resource, float]]:
-    """Flow path of a TRIM: each drive's data path, busy ``TRIM_OP_B / trim_bandwidth`` s per op.
-
-    A byte of the flow deallocates one byte on every drive; the flow's
-    operations are :data:`TRIM_OP_B` bytes.
-    """
-    return [(x, TRIM_OP_B / trim_bandwidth_Bps(ost)) for x in ost.xfer]
+    """Flow path of a TRIM (:meth:`~flashsim.components.raid_target.RaidTarget.trim_path`)."""
+    return ost.trim_path()
 
 
 def trim_bandwidth_Bps(ost: OstNode) -> float:
     """Bytes/s each drive of ``ost`` deallocates (infinite when the datasheet has no rate)."""
-    drive = ost.drive
-    if not isinstance(drive, SsdSpec) or drive.trim_bandwidth is None:
-        return math.inf
-    return float(drive.trim_bandwidth)
+    return ost.trim_bandwidth_Bps()
 
 
 def request_write_rate_Bps(
@@ -357,7 +341,8 @@ def loss_summary(written: np.ndarray, loss: np.ndarray) -> tuple[float, float, f
 def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) -> PhaseResult:
     """Fig. 8: write and delete ``written`` OST capacities on one OST, measuring as it ages."""
     _, ost = system.ost(phase.ost)
-    age_ost(system, ost, phase.fill, fidelity, f"{ost.name}.{phase.name}")
+    # Fig. 8 starts from fresh drives: the phase renews the OST it studies and leaves it aged.
+    age_ost(system, phase.ost, phase.fill, fidelity, f"{ost.name}.{phase.name}")
     assert ost.aging is not None
     capacity = ost_capacity_B(system)
     per_drive = drive_bytes_per_ost_byte(system)
@@ -384,7 +369,6 @@ def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) 
         if phase.trim_at is not None and trim_s is None and xs[-1] >= phase.trim_at:
             trim_s = trim_time_s(ost, ost.aging.trim())
             trimmed_at = xs[-1]
-    ost.aging = None  # the next phase finds fresh drives, as a rebuild leaves healthy ones
     after = [r for x, r in zip(xs, rel, strict=True) if trimmed_at < x <= trimmed_at + 1.0]
     recovered = float(np.mean(after)) if after else None
     before = np.array(xs), 1.0 - np.array(rel)

@@ -32,6 +32,7 @@ from flashsim.components.fabric import Fabric
 from flashsim.components.fabric_spec import fabric_role
 from flashsim.components.placement import Placement
 from flashsim.components.raid_controller import Controller, build_controller
+from flashsim.components.target_life import TargetLife
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Fidelity
@@ -70,6 +71,8 @@ class LustreCore(BuiltSystem):
         self.survey_cache: dict[tuple[Any, ...], NDArray[np.float64]] = {}
         #: External RAID controllers (``oss.controller``), built on first use, by index.
         self.controllers: dict[int, Controller] = {}
+        #: Each built OST's life (aging, failures, rebuild, TRIM), by OST index.
+        self.lives: dict[int, TargetLife] = {}
         self.fabric = Fabric(sim, f"{model.name}.fabric", model.fabric)
         self._io_groups = len(self.fabric.groups_of(fabric_role(model.fabric, "io")))
         spec = model.client.placement
@@ -92,8 +95,16 @@ class LustreCore(BuiltSystem):
             raise ValueError(f"OSS index {index} is outside 0..{self.model.oss.count - 1}")
         name = f"{self.model.name}.oss{index}"
         node = build_server(self.sim, name, index, self.model.oss)
-        for ost in node.osts:
+        per = self.model.oss.targets_per_server
+        for t, ost in enumerate(node.osts):
             ost.controller = self.controller_of(index)
+            self.lives[index * per + t] = TargetLife(
+                self.sim,
+                ost,
+                self.fidelity,
+                self.model.oss.rebuild,
+                aging_spec=self.model.oss.aging,
+            )
         self.fabric.attach(name, fabric_role(self.model.fabric, "io"), self.server_group(index))
         self.servers[index] = node
         return node
@@ -128,6 +139,25 @@ class LustreCore(BuiltSystem):
         per = self.model.oss.targets_per_server
         server = self.server(index // per)
         return server, server.osts[index % per]
+
+    # ...................................................... target state
+    def target_count(self) -> int:
+        """OSTs in the system."""
+        return self.n_osts
+
+    def target(self, index: int) -> TargetLife:
+        """OST ``index``'s life (its server built on first use); ``ValueError("target: ...")``."""
+        if not (isinstance(index, int) and 0 <= index < self.n_osts):
+            raise ValueError(
+                f"target: OST {index} does not exist; the system has {self.n_osts} "
+                f"(0..{self.n_osts - 1})"
+            )
+        self.ost(index)
+        return self.lives[index]
+
+    def built_targets(self) -> list[tuple[int, TargetLife]]:
+        """The OSTs built so far (index, life), in index order; the others are fresh."""
+        return sorted(self.lives.items())
 
     def server_path(
         self, server: ServerNode, ost: OstNode, cost: OpCost, share: float = 1.0

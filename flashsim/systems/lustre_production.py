@@ -189,9 +189,11 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
     n = phase.osts if phase.osts is not None else system.n_osts
     if n > system.n_osts:
         raise ValueError(f"phase {phase.name!r}: osts = {n} but the model has {system.n_osts}")
-    osts: list[OstNode] = [system.ost(i)[1] for i in range(n)]
-    for ost in osts:
-        age_ost(system, ost, phase.fill, "flow", f"{ost.name}.{phase.name}")
+    # The study starts from fresh drives (its definition) and leaves them aged.
+    osts: list[OstNode] = [
+        age_ost(system, i, phase.fill, "flow", f"{system.ost(i)[1].name}.{phase.name}")
+        for i in range(n)
+    ]
     rec = phase.record_size
     fresh_rates, _ = write_rates_Bps(system, osts, rec)
     fresh = float(np.sum(fresh_rates))
@@ -239,8 +241,6 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
         wa.append(float(np.mean([_wa(ost) for ost in osts])))
         trim_h.append(float(np.mean(busy)) / 3600.0)
     flash = np.mean([_flash_B(o) - f0 for o, f0 in zip(osts, flash0, strict=True)])
-    for ost in osts:
-        ost.aging = None  # the next phase finds fresh drives
     days = np.arange(1, phase.days + 1, dtype=float)
     loss = 1.0 - np.array(aged_rel)
     hit = np.nonzero(loss >= ONSET_LOSS)[0]
