@@ -196,8 +196,10 @@ def test_an_aging_phase_leaves_its_drives_aged_for_the_next_phase(tmp_path: Path
     d = aged.details(OstAgingDetails)
     assert d.loss > 0.05
     assert after.bandwidth_Bps < before.bandwidth_Bps * (1 - 0.05)
+    # The phases' own measurement writes (a few seconds at the survey's rate) also age the
+    # drives once accounted at the phase's end, a little beyond the study's last point.
     assert after.bandwidth_Bps == pytest.approx(
-        before.bandwidth_Bps * d.relative_write_bw[-1], rel=1e-3
+        before.bandwidth_Bps * d.relative_write_bw[-1], rel=5e-3
     )
 
 
