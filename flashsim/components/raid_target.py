@@ -312,7 +312,7 @@ class RaidTarget:
         return float(drive.trim_bandwidth)
 
     def trim_path(self) -> list[tuple[Resource, float]]:
-        """Flow path of a TRIM: each drive's data path, busy ``TRIM_OP_B / trim_bandwidth`` s per op.
+        """Flow path of a TRIM: every drive's data path, ``TRIM_OP_B / trim_bandwidth`` s per op.
 
         A byte of the flow deallocates one byte on every drive; the flow's
         operations are :data:`TRIM_OP_B` bytes.

@@ -165,7 +165,9 @@ class TargetLife:
             return aging
         drive = self.target.drive
         if not isinstance(drive, SsdSpec):
-            raise ValueError(f"{key}: {self.name}'s drives ({drive.name}) are not SSDs; they do not age")
+            raise ValueError(
+                f"{key}: {self.name}'s drives ({drive.name}) are not SSDs; they do not age"
+            )
         raise ValueError(
             f"{key}: the model has no drive-aging table; add [oss.aging] (units_per_block, "
             "spread) to age targets"
@@ -190,15 +192,15 @@ class TargetLife:
     def status(self) -> TargetStatus:
         """The target's state now."""
         aging = self.aging
-        wa = aging.write_amplification() if aging is not None else 1.0
-        scale = self.target.write_time_scale()
+        wa = float(aging.write_amplification()) if aging is not None else 1.0
+        scale = float(self.target.write_time_scale())
         state = self.target.degraded
         return TargetStatus(
             target=self.name,
             write_amplification=wa,
             write_loss=1.0 - 1.0 / scale,
-            host_written_B=aging.model.host_written_B if aging is not None else 0.0,
-            dead_B=aging.dead_B() if aging is not None else 0.0,
+            host_written_B=float(aging.model.host_written_B) if aging is not None else 0.0,
+            dead_B=float(aging.dead_B()) if aging is not None else 0.0,
             failed_drives=tuple(state.failed) if state is not None else (),
             rebuild_progress=self.rebuild_progress(),
             data_lost=self.data_lost,
@@ -223,9 +225,7 @@ class TargetLife:
         drive already down.
         """
         if not (isinstance(drive, int) and 0 <= drive < self.drives):
-            raise ValueError(
-                f"drive: {drive} is outside {self.name}'s drives 0..{self.drives - 1}"
-            )
+            raise ValueError(f"drive: {drive} is outside {self.name}'s drives 0..{self.drives - 1}")
         state = self.target.degraded
         if state is not None and drive in state.failed:
             raise ValueError(f"drive: drive {drive} of {self.name} is already down")
@@ -250,9 +250,7 @@ class TargetLife:
         kept.  If other drives are still down their rebuild goes on.
         """
         if not (isinstance(drive, int) and 0 <= drive < self.drives):
-            raise ValueError(
-                f"drive: {drive} is outside {self.name}'s drives 0..{self.drives - 1}"
-            )
+            raise ValueError(f"drive: {drive} is outside {self.name}'s drives 0..{self.drives - 1}")
         old = self.target.states[drive]
         self.target.states[drive] = SsdState(old.capacity_B, flow_bytes_B=old.flow_bytes_B)
         state = self.target.degraded
@@ -314,7 +312,7 @@ class TargetLife:
     def _follow_flows(
         self, generation: int, rebuild: RebuildFlows, step_s: float
     ) -> Generator[simpy.Event, Any, None]:
-        """Publish a flow rebuild's progress every ``step_s`` s; make the target healthy at its end."""
+        """Publish a flow rebuild's progress every ``step_s`` s; at its end, a healthy target."""
         env = self.sim.env
         while generation == self._generation:
             yield env.any_of([rebuild.done, env.timeout(step_s)])

@@ -54,6 +54,7 @@ from flashsim.workloads.io500 import Io500Phase, Io500Target, run_io500
 from flashsim.workloads.ior import IorPhase, IorRunner, IorTarget, IorTargetDefaults
 from flashsim.workloads.jobs import JobsPhase, run_jobs
 from flashsim.workloads.mix_phase import MixPhase, run_mix
+from flashsim.workloads.production import ProductionPhase, ProductionTarget, run_production
 from flashsim.workloads.replay import JobTarget
 
 __all__ = [
@@ -114,6 +115,8 @@ class Lustre(LustreJobs, LustreIo500, IorTargetDefaults):
             )
         elif isinstance(phase, Io500Phase):
             result = run_io500(self, phase, self.fidelity)
+        elif isinstance(phase, ProductionPhase):
+            result = run_production(self, phase)
         else:
             raise TypeError(f"unsupported phase {phase!r}")
         self.account_wear()
@@ -130,7 +133,7 @@ class LustreKind(SystemKind):
     kind = "lustre"
     model_type = LustreModel
     built_type = Lustre
-    implements = (IorTarget, JobTarget, Io500Target)
+    implements = (IorTarget, JobTarget, Io500Target, ProductionTarget)
     own_phases = (
         ObdfilterPhase,
         LnetSelftestPhase,

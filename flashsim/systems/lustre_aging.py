@@ -43,7 +43,6 @@ ONSET_LOSS = 0.01
 MEASURE_WINDOW_S = 1.0
 
 
-
 class OstAgingPhase(StrictModel):
     """Write and delete files on one OST without TRIM, measuring its write bandwidth (Fig. 8).
 

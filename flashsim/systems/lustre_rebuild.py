@@ -44,6 +44,7 @@ from flashsim.components.rebuild import (
     RebuildPolicy,
     rebuild_traffic,
 )
+from flashsim.components.target_life import REBUILD_STEPS as LIFE_REBUILD_STEPS
 from flashsim.config import Bytes, NonNegativeSeconds, Seconds, StrictModel, UnitFraction
 from flashsim.engine.flows import Flow
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
@@ -55,8 +56,9 @@ OpKind = Literal["read", "write"]
 #: Bytes of a foreground flow that runs until cancelled.
 ENDLESS_B = 1e18
 #: Foreground flows are restarted this many times during a rebuild, so their
-#: degraded-read costs follow the rebuilt fraction.
-REBUILD_STEPS = 10
+#: degraded-read costs follow the rebuilt fraction (the steps a target's life publishes
+#: its rebuild's progress in: components.target_life).
+REBUILD_STEPS = LIFE_REBUILD_STEPS
 
 
 Priority = Annotated[float, Field(gt=0.0, le=1.0)]

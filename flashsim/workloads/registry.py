@@ -27,6 +27,7 @@ from flashsim.workloads.io500 import Io500Phase, Io500Target
 from flashsim.workloads.ior import IorPhase, IorTarget
 from flashsim.workloads.jobs import JobsPhase
 from flashsim.workloads.mix_phase import MixPhase
+from flashsim.workloads.production import ProductionPhase, ProductionTarget
 from flashsim.workloads.replay import JobTarget
 from flashsim.workloads.streams import StreamsPhase, StreamsTarget
 
@@ -81,6 +82,7 @@ WORKLOADS: Mapping[str, Workload] = MappingProxyType(
             Workload("darshan", DarshanPhase, JobTarget),
             Workload("jobs", JobsPhase, JobTarget),
             Workload("mix", MixPhase, JobTarget),
+            Workload("production", ProductionPhase, ProductionTarget),
         )
     }
 )
