@@ -166,7 +166,7 @@ def test_progress_is_published_and_failures_beyond_parity_lose_data(tmp_path: Pa
     s = life.status()
     assert s.data_lost and s.failed_drives == (0, 5, 9)
     assert system.status().data_lost_targets == (0,)
-    with pytest.raises(ValueError, match="drive: drive 5 .* is already down"):
+    with pytest.raises(ValueError, match=r"drive: drive 5 .* is already down"):
         life.fail_drive(5)
     with pytest.raises(ValueError, match="drive: 12 is outside"):
         life.fail_drive(12)
@@ -197,9 +197,7 @@ def test_request_fidelity_carries_aging_and_rebuilds_through_the_queues(tmp_path
     aged = request_write_rate_Bps(system, ost, 4 * 2**20, 64, 0.05)
     assert aged == pytest.approx(rate * (1 - loss), rel=0.03)
     life.reset()
-    assert request_write_rate_Bps(system, ost, 4 * 2**20, 64, 0.05) == pytest.approx(
-        rate, rel=0.03
-    )
+    assert request_write_rate_Bps(system, ost, 4 * 2**20, 64, 0.05) == pytest.approx(rate, rel=0.03)
     # A rebuild paced at its priority on idle drives: alone / priority.
     life.rebuild_fill = 0.001
     life.fail_drive(4)
