@@ -134,3 +134,19 @@ def test_a_rebuild_phase_leaves_a_healthy_target_its_life_agrees_with(tmp_path: 
     life.rebuild_fill = 0.01
     life.fail_drive(0)  # the life still works on the target the phase used
     assert life.status().failed_drives == (0,)
+
+
+def test_a_rebuild_study_starts_from_a_healthy_target(tmp_path: Path) -> None:
+    """A failure left by an earlier event does not run inside the study's own rebuild."""
+    rebuild = (
+        '[[phases]]\nname = "r"\nworkload = "rebuild"\noperation = "write"\nost = 0\n'
+        'threads = 64\nfill = 0.01\nwindow = "2 s"\n'
+    )
+    loaded = load_scenario(_path(tmp_path, rebuild))
+    clean = loaded.system.kind.build(loaded.system.model, Simulation(1), "flow")
+    expected = clean.run_phase(loaded.phases[0]).extra
+    system = loaded.system.kind.build(loaded.system.model, Simulation(1), "flow")
+    system.target(0).fail_drive(5)
+    got = system.run_phase(loaded.phases[0]).extra
+    assert got == expected
+    assert not system.target(0).status().degraded

@@ -269,6 +269,15 @@ class TargetLife:
         if not self.data_lost:
             self._start_rebuild()
 
+    def heal(self) -> None:
+        """No drive down: stop any rebuild and clear the failures (the aging is kept).
+
+        Study phases that define their own failures (``rebuild``,
+        ``degraded-survey``) start from a healthy target this way.
+        """
+        self._stop_rebuild()
+        self._healthy()
+
     def _stop_rebuild(self) -> None:
         """Stop the running rebuild (what it reconstructed counts) and its progress process."""
         self._generation += 1
@@ -430,8 +439,7 @@ class TargetLife:
     # ............................................................ reset
     def reset(self) -> None:
         """Fresh drives, no failure, no rebuild, no TRIM running: the state at build time."""
-        self._stop_rebuild()
-        self._healthy()
+        self.heal()
         if self._trim_flow is not None:
             self.sim.flows.cancel_flow(self._trim_flow)
             self._trim_flow = None

@@ -123,6 +123,7 @@ def _survey(
     rebuilds: list[RebuildFlows] = []
     for i in degraded:
         _, ost = system.ost(i)
+        system.target(i).heal()  # the survey's failures are its own: healthy first
         state = DegradedState(geom, [0], decode_Bps=policy.decode_bandwidth)
         ost.degraded = state
         rebuilds.append(

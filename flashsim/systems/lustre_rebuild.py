@@ -304,6 +304,9 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
     """Fail drives of one OST under load; rebuild; foreground before, during and after."""
     sim = system.sim
     _, ost = system.ost(phase.ost)
+    # The study defines its own failures: it starts from a healthy OST (its aging kept)
+    # and leaves it healthy, as its life then knows it.
+    system.target(phase.ost).heal()
     policy = rebuild_policy(system, phase.priority)
     geom = geometry_of(system)
     if phase.failures is not None:
