@@ -33,6 +33,7 @@ from flashsim.components.fabric_spec import fabric_role
 from flashsim.components.placement import Placement
 from flashsim.components.raid_controller import Controller, build_controller
 from flashsim.components.target_life import TargetLife
+from flashsim.components.target_state import StatefulTarget
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Fidelity
@@ -155,9 +156,9 @@ class LustreCore(BuiltSystem):
         self.ost(index)
         return self.lives[index]
 
-    def built_targets(self) -> list[tuple[int, TargetLife]]:
+    def built_targets(self) -> list[tuple[int, StatefulTarget]]:
         """The OSTs built so far (index, life), in index order; the others are fresh."""
-        return sorted(self.lives.items())
+        return [(i, self.lives[i]) for i in sorted(self.lives)]
 
     def server_path(
         self, server: ServerNode, ost: OstNode, cost: OpCost, share: float = 1.0

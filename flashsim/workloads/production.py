@@ -250,6 +250,15 @@ def draw_failures(
     return [float(rng_of(i).exponential(1.0 / rate)) for i in range(drives)]
 
 
+def _streams(sim: Simulation, name: str) -> Callable[[int], np.random.Generator]:
+    """Drive ``k`` of target ``name``'s failure stream (as the ``rebuild`` phase names it)."""
+
+    def of(k: int) -> np.random.Generator:
+        return sim.rng(f"{name}.drive{k}.failure")
+
+    return of
+
+
 class _Run:
     """The clock-driven parts of one production phase: failures and rebuild windows."""
 
@@ -312,13 +321,7 @@ def run_production(system: ProductionTarget, phase: ProductionPhase) -> PhaseRes
         drawn = [
             (start + t, i, d)
             for i, target in enumerate(targets)
-            for d, t in enumerate(
-                draw_failures(
-                    lambda k, name=target.name: sim.rng(f"{name}.drive{k}.failure"),
-                    target.drives,
-                    afr,
-                )
-            )
+            for d, t in enumerate(draw_failures(_streams(sim, target.name), target.drives, afr))
             if t < phase.days * DAY_S
         ]
         if drawn:
