@@ -155,3 +155,26 @@ def test_bad_production_keys_give_clear_errors(tmp_path: Path) -> None:
         load_scenario(_scenario(tmp_path, _production(10, "1 PB", "afr = 1.5\n")))
     with pytest.raises(ConfigError, match="days"):
         load_scenario(_scenario(tmp_path, _production(0, "1 PB")))
+
+
+def test_identical_targets_share_one_aged_state_exactly(tmp_path: Path) -> None:
+    """The memo (one representative per group of identical arrays) changes no number."""
+    body = _production(30, "100 TB", 'trim_every = "9 days"\n')
+    shared, (phase,) = _build(tmp_path, body)
+    alone, _ = _build(tmp_path, body)
+    for i in range(alone.target_count()):
+        alone.target(i).memo = None
+    a = shared.run_phase(phase).details(ProductionDetails)
+    b = alone.run_phase(phase).details(ProductionDetails)
+    assert a.write_amplification == b.write_amplification
+    assert a.write_loss == b.write_loss
+    # A target whose history differs (one more write) leaves the group and ages on its own.
+    shared.target(0).age(1e12)
+    alone.target(0).age(1e12)
+    shared.target(0).age(5e13)
+    shared.target(1).age(5e13)
+    alone.target(0).age(5e13)
+    alone.target(1).age(5e13)
+    for i in (0, 1):
+        assert shared.target(i).status() == alone.target(i).status()
+    assert shared.target(0).status() != shared.target(1).status()

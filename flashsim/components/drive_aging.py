@@ -21,6 +21,8 @@ collection has free space again.
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -53,11 +55,22 @@ class DriveAging:
     model: AgingModel
     logical_B: float
     fill: float = 0.0
+    #: Fingerprint of the model's parameters and of every write and TRIM since it was fresh
+    #: (a hash chain), or ``None`` for a model whose state is not a function of them alone
+    #: (the micro-model draws its traffic).  Equal histories mean equal states.
+    history: Hashable | None = None
 
     def record(self, host_B: float) -> None:
         """Account ``host_B`` bytes written to each drive of the array."""
         if host_B > 0:
             self.model.write(host_B)
+            if self.history is not None:
+                self.history = hash((self.history, "write", host_B))
+
+    def adopt(self, history: Hashable, model: AgingModel) -> None:
+        """Take the state of an array with the same ``history`` (a copy of its ``model``)."""
+        self.model = copy.deepcopy(model)
+        self.history = history
 
     def write_amplification(self) -> float:
         """Current write amplification of the representative drive."""
@@ -75,6 +88,8 @@ class DriveAging:
         """TRIM every dead byte; returns the bytes per drive deallocated."""
         dead = self.dead_B()
         self.model.trim_dead()
+        if self.history is not None:
+            self.history = hash((self.history, "trim"))
         return dead
 
 
@@ -124,7 +139,22 @@ def build_drive_aging(
             allocation=spec.allocation,
             window_fraction=spec.wa_window,
         )
-    return DriveAging(drive=drive, model=model, logical_B=logical, fill=fill)
+    history = (
+        hash(
+            (
+                "fluid",
+                drive.name,
+                drive.write_headroom,
+                *args,
+                spec.gc_policy,
+                spec.allocation,
+                spec.wa_window,
+            )
+        )
+        if fidelity == "flow"
+        else None
+    )
+    return DriveAging(drive=drive, model=model, logical_B=logical, fill=fill, history=history)
 
 
 def steady_write_loss(

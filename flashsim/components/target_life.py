@@ -32,14 +32,19 @@ or HDDs).  It owns, for as long as the simulation lives:
   one visit of each drive's data queue (request fidelity); garbage collection
   has the space back when it ends.
 
+A fast-forward (:meth:`TargetLife.age`) of arrays with the same history
+shares one representative FTL model through the system's :class:`AgingMemo`
+(exact: equal parameters and equal writes and TRIMs give equal states).
+
 Everything here works through the target's resources and queues; the system
 kind only builds one life per target and hands it to the timeline.
 """
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Generator
+from collections.abc import Generator, Hashable
 from typing import Any, Literal
 
 import simpy
@@ -67,6 +72,39 @@ REBUILD_STEPS = 10
 #: Batches a request-fidelity rebuild is issued in (each one visit per drive stage).
 REQUEST_REBUILD_BATCHES = 1000
 
+#: Most aged states an :class:`AgingMemo` keeps (the newest).
+MEMO_ENTRIES = 16
+
+
+class AgingMemo:
+    """Aged FTL states of a system's arrays, shared by arrays with the same history.
+
+    A fast-forward ages every target by the same bytes each day; arrays whose
+    fluid models have the same parameters and the same writes and TRIMs since
+    fresh (:attr:`DriveAging.history`) are in the same state, so one of them
+    advances its model and the others copy the result (one representative per
+    group of identical drives, exact).  The memo belongs to one built system.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[Hashable, float], tuple[Hashable, Any]] = {}
+
+    def age(self, aging: DriveAging, per_drive_B: float) -> None:
+        """``aging.record(per_drive_B)``, or a copy of an array that did so from the same state."""
+        if aging.history is None or per_drive_B <= 0:
+            aging.record(per_drive_B)
+            return
+        key = (aging.history, per_drive_B)
+        hit = self._entries.get(key)
+        if hit is not None:
+            aging.adopt(*hit)
+            return
+        aging.record(per_drive_B)
+        assert aging.history is not None
+        self._entries[key] = (aging.history, copy.deepcopy(aging.model))
+        while len(self._entries) > MEMO_ENTRIES:
+            del self._entries[next(iter(self._entries))]
+
 
 class TargetLife:
     """The state of one RAID target for the whole run (:class:`StatefulTarget`).
@@ -86,6 +124,8 @@ class TargetLife:
     rebuild_fill : float
         Share (0, 1] of each failed drive's capacity a rebuild reconstructs
         (dimensionless; block RAID: 1).
+    memo : AgingMemo or None
+        The system's shared aged states (fast-forwards of identical arrays).
     """
 
     def __init__(
@@ -96,6 +136,7 @@ class TargetLife:
         policy: RebuildPolicy,
         aging_spec: AgingSpec | None = None,
         rebuild_fill: float = 1.0,
+        memo: AgingMemo | None = None,
     ) -> None:
         if not 0.0 < rebuild_fill <= 1.0:
             raise ValueError(f"fill: {rebuild_fill} must be in (0, 1]")
@@ -107,6 +148,7 @@ class TargetLife:
         self.policy = policy
         self.aging_spec = aging_spec
         self.rebuild_fill = rebuild_fill
+        self.memo = memo
         self.geometry = ArrayGeometry.of_raid(target.raid_spec, target.n_drives)
         self.data_lost = False
         self._rebuild: RebuildFlows | None = None
@@ -185,7 +227,11 @@ class TargetLife:
         per_drive = host_B * self.target.drive_bytes_per_user_B()
         for state in self.target.states:
             state.record_write(per_drive)
-        if self.aging is not None:
+        if self.aging is None:
+            return
+        if self.memo is not None:
+            self.memo.age(self.aging, per_drive)
+        else:
             self.aging.record(per_drive)
 
     # ........................................................... status

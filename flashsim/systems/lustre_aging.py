@@ -8,7 +8,10 @@ one OST: it writes and deletes in steps, ages the drives' FTL model (a fluid
 model in flow fidelity, the page-mapped micro-model in request fidelity; see
 :mod:`flashsim.components.drive_aging`) and measures the OST's streaming write
 bandwidth after each step the way obdfilter-survey does (threads writing 4 MiB
-records straight to the target), in the phase's fidelity.
+records straight to the target), in the phase's fidelity.  The experiment
+starts from fresh drives: the phase renews the OST it studies at its start
+(its :class:`~flashsim.components.target_life.TargetLife`) and leaves it aged
+for the phases that follow.
 
 The operational study over months of production is
 :mod:`flashsim.systems.lustre_production`.

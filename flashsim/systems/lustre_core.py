@@ -32,7 +32,7 @@ from flashsim.components.fabric import Fabric
 from flashsim.components.fabric_spec import fabric_role
 from flashsim.components.placement import Placement
 from flashsim.components.raid_controller import Controller, build_controller
-from flashsim.components.target_life import TargetLife
+from flashsim.components.target_life import AgingMemo, TargetLife
 from flashsim.components.target_state import StatefulTarget
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
@@ -74,6 +74,8 @@ class LustreCore(BuiltSystem):
         self.controllers: dict[int, Controller] = {}
         #: Each built OST's life (aging, failures, rebuild, TRIM), by OST index.
         self.lives: dict[int, TargetLife] = {}
+        #: Aged states the lives of identical OSTs share in a fast-forward.
+        self.aging_memo = AgingMemo()
         self.fabric = Fabric(sim, f"{model.name}.fabric", model.fabric)
         self._io_groups = len(self.fabric.groups_of(fabric_role(model.fabric, "io")))
         spec = model.client.placement
@@ -105,6 +107,7 @@ class LustreCore(BuiltSystem):
                 self.fidelity,
                 self.model.oss.rebuild,
                 aging_spec=self.model.oss.aging,
+                memo=self.aging_memo,
             )
         self.fabric.attach(name, fabric_role(self.model.fabric, "io"), self.server_group(index))
         self.servers[index] = node

@@ -14,7 +14,10 @@ rate): the file system's real load is a few per cent of its capability
 (2.2 PB/day is 0.3 % of 7.8 TB/s), so the writers the capability measures are
 hypothetical, and the capability during a TRIM is what a writer going flat out
 would get meanwhile.  It always runs in flow fidelity: months cost seconds
-because each day is one max-min solve and one fluid step per OST.
+because each day is one max-min solve and one fluid step per OST.  The study
+starts from fresh drives on the OSTs it simulates and leaves them aged; the
+kind-independent fast-forward of a system's state, with failures and without
+the capability measurement, is :mod:`flashsim.workloads.production`.
 """
 
 from __future__ import annotations
