@@ -220,7 +220,7 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
             next_trim += phase.trim_every or math.inf
         for ost in osts:
             assert ost.aging is not None
-            ost.aging.record(per_drive_day)
+            system.aging_memo.age(ost.aging, per_drive_day)  # identical OSTs share one step
         during = [0.0] * n
         busy = [0.0] * n
         if remaining:
