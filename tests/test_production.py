@@ -178,3 +178,15 @@ def test_identical_targets_share_one_aged_state_exactly(tmp_path: Path) -> None:
     for i in (0, 1):
         assert shared.target(i).status() == alone.target(i).status()
     assert shared.target(0).status() != shared.target(1).status()
+
+
+def test_production_runs_on_hdd_targets_but_refuses_their_trim(tmp_path: Path) -> None:
+    spider = (ROOT / "models" / "systems" / "spider.toml").as_posix()
+    path = tmp_path / "spider.toml"
+    head = f'name = "t"\nsystem = "{spider}"\nseed = 1\nfidelity = "flow"\n'
+    path.write_text(head + _production(3, "100 TB", "afr = 0.5\n"))
+    d = run_loaded(load_scenario(path)).phases[0].details(ProductionDetails)
+    assert d.write_amplification == [1.0, 1.0, 1.0]  # HDDs: no garbage collection
+    path.write_text(head + _production(3, "100 TB", 'trim_every = "1 day"\n'))
+    with pytest.raises(ConfigError, match="phases.0.trim_every' = '1 day': the OSTs' drives do not age"):
+        load_scenario(path)

@@ -160,6 +160,12 @@ def check_phase(model: LustreModel, phase: Any) -> None:
         check_fleet_phase(n_osts, phase)
     elif workload in ("ost-aging", "production-aging"):
         check_aging_phase(model, n_osts, phase)
+    elif workload == "production" and phase.trim_every is not None:
+        if model.oss.aging is None or not isinstance(model.oss.drive, SsdSpec):
+            raise ValueError(
+                "trim_every: the OSTs' drives do not age here (TRIM needs SSDs and an "
+                "[oss.aging] table in the model); leave trim_every out"
+            )
     elif workload == "block-io":
         check_block_io_phase(model, phase)
     elif workload == "io500":
