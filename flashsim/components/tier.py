@@ -483,8 +483,9 @@ class ScmQlcTier:
 
         The buffer's own policy, integrated over that time: the bytes arrive,
         the migration brings the level to ``migrate_above`` of the buffer (it
-        stays lower if the bytes do not reach it), and everything above it migrates to QLC in arrival
-        order (what earlier phases left in SCM first), compressed by
+        stays lower if the bytes do not reach it), and everything above it
+        migrates to QLC in arrival order (what earlier phases left in SCM
+        first), compressed by
         ``obj``'s entropy, striped and wearing the drives as a simulated
         migration does.  Returns the bytes migrated.
         """

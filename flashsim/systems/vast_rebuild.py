@@ -30,7 +30,6 @@ from flashsim.components.rebuild import RebuildPolicy
 from flashsim.config import StrictModel, UnitFraction
 from flashsim.engine.flows import Flow, Resource
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
-
 from flashsim.systems.vast_target import REBUILD_CHUNK_B
 
 if TYPE_CHECKING:

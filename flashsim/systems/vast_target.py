@@ -101,7 +101,10 @@ class VastPool:
         return len(self.system.qlc) + len(self.system.scm)
 
     def _split(self, drive: int) -> tuple[Medium, int]:
-        """``(medium, index in the medium)`` of pool drive ``drive``; ``ValueError("drive: ...")``."""
+        """``(medium, index in the medium)`` of pool drive ``drive``.
+
+        Raises ``ValueError("drive: ...")`` outside the pool.
+        """
         q, s = len(self.system.qlc), len(self.system.scm)
         if isinstance(drive, bool) or not isinstance(drive, int) or not 0 <= drive < q + s:
             raise ValueError(
@@ -235,6 +238,10 @@ class VastPool:
     def rebuilding(self, drive: int) -> bool:
         """Whether ``drive``'s data is still being rebuilt."""
         return drive in self._pending
+
+    def rebuild_of(self, drive: int) -> RebuildFlows | None:
+        """The rebuild of ``drive`` running now (its ``done`` event ends it), or ``None``."""
+        return self._pending.get(drive)
 
     def _rebuilt(self, drive: int, rebuild: RebuildFlows) -> None:
         """A rebuild ended: the drive's data is whole again (the drive stays out of service)."""
