@@ -81,7 +81,7 @@ def test_the_pool_is_the_one_target_and_its_status_is_json() -> None:
     assert isinstance(pool, StatefulTarget)
     assert pool.name == "vast-pdsw21.tier"
     assert system.built_targets() == [(0, pool)]
-    with pytest.raises(ValueError, match="^target: index 1"):
+    with pytest.raises(ValueError, match=r"^target: index 1"):
         system.target(1)
     fresh = system.status()
     assert fresh.targets == 1 and fresh.buffer_fill == 0.0 and fresh.failed_drives == 0
@@ -206,9 +206,9 @@ def test_failures_beyond_the_parity_lose_data_and_bad_drives_are_refused() -> No
     assert status.data_lost and len(status.failed_drives) == 5
     assert system.status().data_lost_targets == (0,)
     assert "DATA LOST on 1 target(s)" in system.status().summary()
-    with pytest.raises(ValueError, match="^drive: 56 is not a drive"):
+    with pytest.raises(ValueError, match=r"^drive: 56 is not a drive"):
         pool.fail_drive(56)
-    with pytest.raises(ValueError, match="^drive: QLC drive 2 .* already out of service"):
+    with pytest.raises(ValueError, match=r"^drive: QLC drive 2 .* already out of service"):
         pool.fail_drive(2)
 
 
@@ -292,7 +292,7 @@ def test_age_migrates_what_earlier_phases_left_in_scm_first() -> None:
     system.pool.age(200e9)
     assert system.tier.location(obj) == (0.0, pytest.approx(GIB))
     assert system.tier.buffer.bytes_of(PRODUCTION_OBJECT) == pytest.approx(180e9, rel=1e-9)
-    with pytest.raises(ValueError, match="^host_B"):
+    with pytest.raises(ValueError, match=r"^host_B"):
         system.pool.age(-1.0)
 
 
