@@ -8,6 +8,9 @@ and the drive queues of :class:`~flashsim.systems.vast_request.VastRequests`
 the job phases (``darshan``, ``jobs``, ``mix``: :mod:`flashsim.systems.vast_jobs`)
 build theirs with.  Study phases, whose tests each need a fresh system, are
 handed to the runner the kind gives it (:mod:`flashsim.systems.vast_study`).
+The system's one stateful target is its shared SCM/QLC pool
+(:class:`~flashsim.systems.vast_target.VastPool`): its state (SCM fill, wear,
+failed drives, rebuilds) lives for the whole run.
 """
 
 from __future__ import annotations
