@@ -348,3 +348,15 @@ def test_vast_endurance_leaves_the_wear_it_measured() -> None:
     assert system.pool.status().host_written_B == pytest.approx(
         2 * 64 * GIB * 40 / 36 / 44, rel=1e-3
     )
+
+
+def test_request_fidelity_replicas_avoid_a_failed_scm_drive() -> None:
+    loaded = load_system_model(MODEL)
+    system = loaded.kind.build(loaded.model, Simulation(0), "request")
+    assert isinstance(system, VastSystem)
+    system.pool.fail_drive(44 + 0)  # SCM drive 0 (the buffer is empty: nothing to rebuild)
+    assert system.pool.status().failed_drives == ()
+    common = {"block_size_B": 2**20, "segments": 64, "fidelity": "request", "direct_io": True}
+    system.run_phase(_ior("w", "write", 1, 4, 2**20, "d", **common))
+    assert system.scm_state[0].bytes_written_B == 0.0
+    assert sum(s.bytes_written_B for s in system.scm_state) == pytest.approx(2 * 4 * 64 * 2**20)
