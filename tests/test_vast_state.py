@@ -110,7 +110,7 @@ def test_scm_fill_and_qlc_wear_a_write_leaves_are_in_the_next_phase() -> None:
     assert system.pool.status().host_written_B == 0.0  # nothing migrated yet
     # The next phase finds it: a read of it is served from SCM, and the status is unchanged.
     obj = system.object_name("small", 0)
-    assert system.tier.location(obj) == (pytest.approx(GIB), 0.0)
+    assert system.tier.location(obj) == pytest.approx((GIB, 0.0))
     read(system, "small", 1)
     assert system.status().buffer_fill == pytest.approx(after.buffer_fill, rel=1e-9)
     # A bigger write fills the buffer to its hold level and migrates the rest, wearing QLC.
@@ -135,7 +135,9 @@ def test_the_write_amplification_of_qlc_is_one_and_trim_is_a_no_op() -> None:
 
 
 # ------------------------------------------------------------------ failures and rebuild
-def fail_at(env: simpy.Environment, system: VastSystem, at_s: float, drive: int) -> Generator:
+def fail_at(
+    env: simpy.Environment, system: VastSystem, at_s: float, drive: int
+) -> Generator[simpy.Event, Any, None]:
     yield env.timeout(at_s)
     system.pool.fail_drive(drive)
 
@@ -263,7 +265,7 @@ def test_reset_restores_fresh_drives_and_an_empty_buffer() -> None:
     assert system.status() == SystemStatus.of(system.sim.now, 1, [(0, status)])
     # The files stay readable (on QLC, as data older than the fresh state) ...
     obj = system.object_name("big", 0)
-    assert system.tier.location(obj) == (0.0, pytest.approx(4 * GIB))
+    assert system.tier.location(obj) == pytest.approx((0.0, 4 * GIB))
     # ... and new writes wear every drive again from zero, the replaced ones included.
     write(system, "again", 4)
     assert system.pool.status().host_written_B > 0  # brings the wear states up to now
@@ -290,7 +292,7 @@ def test_age_migrates_what_earlier_phases_left_in_scm_first() -> None:
     write(system, "ckpt", 1)
     obj = system.object_name("ckpt", 0)
     system.pool.age(200e9)
-    assert system.tier.location(obj) == (0.0, pytest.approx(GIB))
+    assert system.tier.location(obj) == pytest.approx((0.0, GIB))
     assert system.tier.buffer.bytes_of(PRODUCTION_OBJECT) == pytest.approx(180e9, rel=1e-9)
     with pytest.raises(ValueError, match=r"^host_B"):
         system.pool.age(-1.0)
@@ -322,7 +324,9 @@ def test_a_year_of_production_wears_qlc_by_the_write_path_in_bulk() -> None:
 # ------------------------------------------------------------------ study phases keep state
 def test_vast_rebuild_leaves_its_state_and_runs_again_on_a_fresh_drive() -> None:
     system = build()
-    phase = VastRebuildPhase(name="rb", workload="vast-rebuild", load="idle", used=0.001)
+    phase = VastRebuildPhase.model_validate(
+        {"name": "rb", "workload": "vast-rebuild", "load": "idle", "used": 0.001}
+    )
     first = system.run_phase(phase)
     assert system.tier.qlc_out == {0}  # rebuilt onto the survivors, not replaced
     assert system.pool.status().failed_drives == ()
