@@ -210,7 +210,7 @@ def test_failures_beyond_the_parity_lose_data_and_bad_drives_are_refused() -> No
     assert "DATA LOST on 1 target(s)" in system.status().summary()
     with pytest.raises(ValueError, match=r"^drive: 56 is not a drive"):
         pool.fail_drive(56)
-    with pytest.raises(ValueError, match=r"^drive: QLC drive 2 .* already out of service"):
+    with pytest.raises(ValueError, match=r"^drive: QLC drive 2 .* already down"):
         pool.fail_drive(2)
 
 
@@ -242,6 +242,7 @@ def test_replace_gives_a_fresh_drive_back_to_service() -> None:
     system.sim.run(rebuild.done)
     system.pool.replace_drive(7)
     assert system.tier.qlc_out == set()
+    assert system.pool.status().failed_drives == ()
     assert system.tier.qlc_phys_written_B[7] == 0.0
     assert system.qlc_state[7].bytes_written_B == 0.0
     assert system.qlc_state[8].bytes_written_B > 0.0
@@ -364,3 +365,37 @@ def test_request_fidelity_replicas_avoid_a_failed_scm_drive() -> None:
     system.run_phase(_ior("w", "write", 1, 4, 2**20, "d", **common))
     assert system.scm_state[0].bytes_written_B == 0.0
     assert sum(s.bytes_written_B for s in system.scm_state) == pytest.approx(2 * 4 * 64 * 2**20)
+
+
+def test_a_rebuilt_drive_that_fails_again_is_its_replacement_failing() -> None:
+    """As the production phase's AFR draws may: the slot's drive fails, and is rebuilt again."""
+    system = build()
+    pool = system.pool
+    assert pool.drives == 56 and pool.rebuild_fill == 1.0
+    pool.rebuild_fill = 0.001  # a production phase's `fill`
+    pool.fail_drive(9)
+    first = pool.rebuild_of(9)
+    assert first is not None and first.volume_B == pytest.approx(0.001 * 15.36e12)
+    system.sim.run(first.done)
+    pool.fail_drive(9)
+    again = pool.rebuild_of(9)
+    assert again is not None and again is not first
+    assert pool.status().failed_drives == (9,) and system.tier.qlc_out == {9}
+    system.reset_state()
+    assert pool.rebuild_fill == 1.0 and pool.status().failed_drives == ()
+
+
+def test_vast_rebuild_starts_from_a_healthy_pool() -> None:
+    system = build()
+    system.pool.fail_drive(0)  # an earlier failure, still rebuilding (a full drive: hours)
+    system.pool.fail_drive(44 + 1)
+    # A while later (a rebuild stopped at the very instant it started trips the engine's
+    # slot-reuse bug that the crash branch of issue 17 fixes in engine/flows.py).
+    system.sim.run(system.sim.now + 1.0)
+    phase = VastRebuildPhase.model_validate(
+        {"name": "rb", "workload": "vast-rebuild", "load": "idle", "used": 0.001}
+    )
+    healed = system.run_phase(phase)
+    fresh = build().run_phase(phase)
+    assert healed.sim_time_s == pytest.approx(fresh.sim_time_s, rel=1e-12)
+    assert system.tier.scm_out == set() and system.tier.qlc_out == {0}

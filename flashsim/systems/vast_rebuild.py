@@ -13,9 +13,10 @@ reports the rebuild time and the foreground read bandwidth before, during and
 after.  The failure and the rebuild are the pool's own
 (:class:`~flashsim.systems.vast_target.VastPool`): the phase leaves them in the
 system's state (the drive rebuilt onto the survivors, out of service until
-replaced), and a later ``vast-rebuild`` of the same drive puts a fresh one in
-its slot first.  Flow fidelity only; the NVMe fabric and the CNodes' decode are not on
-the rebuild's path (the drives bound it).
+replaced), and every ``vast-rebuild`` starts by healing the pool (running
+rebuilds stop, drives out of service are replaced).  Flow fidelity only; the
+NVMe fabric and the CNodes' decode are not on the rebuild's path (the drives
+bound it).
 """
 
 from __future__ import annotations
@@ -125,9 +126,10 @@ class VastRebuildDetails(PhaseDetails):
 def run_vast_rebuild(system: VastTopology, phase: VastRebuildPhase, pool: VastPool) -> PhaseResult:
     """Fail QLC drive ``phase.drive`` of ``pool`` and rebuild it under the phase's load.
 
-    The study fails one drive of a complete pool, so a drive an earlier phase
-    or event took out of service (and whose rebuild is over) is replaced by a
-    fresh one first; nothing else of the pool's state changes.  The failure
+    The study fails one drive of a complete, healthy pool, so it starts by
+    healing the pool (:meth:`~flashsim.systems.vast_target.VastPool.heal`:
+    running rebuilds stop, drives out of service are replaced by fresh ones);
+    wear and the SCM buffer are kept.  The failure
     and its rebuild go through the pool (:class:`~flashsim.systems.vast_target.VastPool`)
     with the phase's ``used`` and ``priority``, and the state stays at the end:
     the drive's data rebuilt on the survivors, the drive out of service until
@@ -139,13 +141,7 @@ def run_vast_rebuild(system: VastTopology, phase: VastRebuildPhase, pool: VastPo
             f"phase {phase.name!r}: drive {phase.drive} does not exist; the system has "
             f"{len(qlc)} QLC drives (0..{len(qlc) - 1})"
         )
-    if pool.rebuilding(phase.drive):
-        raise ValueError(
-            f"phase {phase.name!r}: drive {phase.drive} is still rebuilding from an earlier "
-            "failure; fail another drive"
-        )
-    if phase.drive in system.tier.qlc_out:
-        pool.replace_drive(phase.drive)
+    pool.heal()
     tier = system.model.tier
     spec = system.qlc_spec
     volume = phase.used * float(spec.capacity)

@@ -90,6 +90,9 @@ class VastPool:
     def __init__(self, system: VastTopology) -> None:
         self.system = system
         self.name = f"{system.model.name}.tier"
+        #: Share of a failed QLC drive's capacity its rebuild reconstructs (``tier.drive_fill``;
+        #: a production phase's ``fill`` sets it).
+        self.rebuild_fill = float(system.model.tier.drive_fill)
         #: Drives whose data is not rebuilt yet -> their running rebuild.
         self._pending: dict[int, RebuildFlows] = {}
         self._data_lost = False
@@ -146,19 +149,23 @@ class VastPool:
     def fail_drive(self, drive: int) -> None:
         """Pool drive ``drive`` fails now: out of service, its rebuild starts at once.
 
-        Raises ``ValueError("drive: ...")`` for a drive outside the pool or
-        already out of service.
+        A drive rebuilt but not replaced that fails again is taken as replaced
+        first (the drive in its slot fails), as a healthy Lustre target's
+        drive would.  Raises ``ValueError("drive: ...")`` for a drive outside
+        the pool or down and not yet rebuilt.
         """
         medium, index = self._split(drive)
-        if index in self._out(medium):
+        if drive in self._pending:
             raise ValueError(
-                f"drive: {medium.upper()} drive {drive} of {self.name} is already out of "
-                "service (failed and not replaced)"
+                f"drive: {medium.upper()} drive {drive} of {self.name} is already down "
+                "(its rebuild has not ended)"
             )
+        if index in self._out(medium):
+            self.replace_drive(drive)
         system = self.system
         spec = system.model.tier
         if medium == "qlc":
-            volume = spec.drive_fill * float(system.qlc_spec.capacity)
+            volume = self.rebuild_fill * float(system.qlc_spec.capacity)
         else:
             # The replicas of the buffered bytes it held (spread evenly over the drives in
             # service), each copied from its other replica.
@@ -266,6 +273,23 @@ class VastPool:
         fresh.flow_bytes_B = 0.0 if medium == "qlc" else old.flow_bytes_B
         states[index] = fresh
 
+    def heal(self) -> None:
+        """Every drive in service and none down: stop the rebuilds, replace the drives out.
+
+        Wear and the SCM buffer are kept.  The ``vast-rebuild`` study starts
+        from a healthy pool this way (as Lustre's ``rebuild`` does).
+        """
+        for rebuild in self._pending.values():
+            rebuild.stop()
+        self._pending.clear()
+        self._data_lost = False
+        tier = self.system.tier
+        q = len(self.system.qlc)
+        for index in sorted(tier.qlc_out):
+            self.replace_drive(index)
+        for index in sorted(tier.scm_out):
+            self.replace_drive(q + index)
+
     # ------------------------------------------------------- TRIM, aging
     def trim(self) -> simpy.Event:
         """No TRIM in the model: VAST's QLC receives whole strips, so there is no dead space.
@@ -299,14 +323,8 @@ class VastPool:
         """
         system = self.system
         tier = system.tier
-        for rebuild in self._pending.values():
-            rebuild.stop()
-        self._pending.clear()
-        self._data_lost = False
-        for index in sorted(tier.qlc_out):
-            tier.put_back("qlc", index)
-        for index in sorted(tier.scm_out):
-            tier.put_back("scm", index)
+        self.heal()
+        self.rebuild_fill = float(system.model.tier.drive_fill)
         tier.drain_all()
         sync_wear(system)
         tier.qlc_phys_written_B[:] = 0.0
