@@ -19,6 +19,7 @@ from flashsim.systems.vast_endurance import VastEndurancePhase
 from flashsim.systems.vast_rebuild import VastRebuildPhase
 from flashsim.systems.vast_study_units import ior_phase as _ior
 from flashsim.systems.vast_target import PRODUCTION_OBJECT
+from flashsim.workloads.jobs import JobsPhase
 
 MODEL = "models/systems/vast-pdsw21.toml"
 GIB = 2**30
@@ -399,3 +400,28 @@ def test_vast_rebuild_starts_from_a_healthy_pool() -> None:
     fresh = build().run_phase(phase)
     assert healed.sim_time_s == pytest.approx(fresh.sim_time_s, rel=1e-12)
     assert system.tier.scm_out == set() and system.tier.qlc_out == {0}
+
+
+def test_a_jobs_phase_leaves_its_scm_fill_and_wear_to_the_next_phase() -> None:
+    system = build(SMALL_BUFFER)
+    job = {
+        "type": "ior",
+        "name": "ckpt",
+        "operation": "write",
+        "nodes": 8,
+        "ranks_per_node": 8,
+        "block_size": "4 GiB",
+        "direct_io": True,
+    }
+    phase = JobsPhase.model_validate(
+        {"name": "jobs", "workload": "jobs", "alone": False, "jobs": [job]}
+    )
+    system.run_phase(phase)
+    status = system.pool.status()
+    assert status.buffer_fill == pytest.approx(0.9, rel=1e-4)  # 256 GiB into a 200 GB buffer
+    assert status.host_written_B == pytest.approx((256 * GIB - 180e9) * 40 / 36 / 44, rel=1e-3)
+    # The next phase starts there: a small write only tops the held level up, migrating as much.
+    write(system, "next", 1)
+    assert system.pool.status().host_written_B == pytest.approx(
+        (384 * GIB - 180e9) * 40 / 36 / 44, rel=1e-3
+    )
