@@ -235,6 +235,25 @@ class FluidBuffer:
         self._control()
         return event
 
+    def drain_now(self, size_B: float) -> float:
+        """Move up to ``size_B`` bytes out of the head at once, outside any flow.
+
+        For a fast-forward over time the flows do not simulate (the bytes
+        leave in arrival order, to the ``on_drained`` callback and any downstream
+        buffer, as the drain would have moved them) and for a reset; then the
+        policy is applied at the new level.  Returns the bytes moved.
+        """
+        if not (size_B >= 0 and math.isfinite(size_B)):
+            raise ValueError(f"{self.name}: bytes(={size_B}) must be a finite number >= 0")
+        self.sync()
+        moved = min(float(size_B), self.level_B)
+        if moved > 0:
+            self._pop(moved)
+            if self.level_B <= self._tol() and not self._fifo:
+                self.level_B = 0.0
+        self._control()
+        return moved
+
     def bytes_of(self, obj: str) -> float:
         """Bytes of ``obj`` held now."""
         self.sync()

@@ -31,6 +31,17 @@ spans ``ceil(c * ec_data) + ec_parity`` drives.
 Drive resources carry their read bandwidth as capacity; a written byte costs
 ``read_bw / write_bw`` of it (the drive is time-shared between reads and
 writes), divided by ``scm_write_efficiency`` on SCM.
+
+State for the whole run (issue 17): a drive may be taken out of service
+(:meth:`ScmQlcTier.take_out`: it failed) and put back (:meth:`ScmQlcTier.put_back`:
+a fresh drive replaced it).  New bytes then avoid it: writes replicate over
+the SCM drives in service, the migration reads them and opens stripes on the
+QLC drives in service, and the bytes a failed QLC drive held are read from the
+survivors (a full-stripe read of a stripe with a lost strip reads one parity
+strip instead; the rebuild puts the strip on the survivors' free space), so
+its share of every object's reads moves to them evenly.  With every drive in
+service the tier behaves exactly as before.  :meth:`ScmQlcTier.fast_forward`
+advances the buffer and the QLC wear over bytes that no flow simulates.
 """
 
 from __future__ import annotations
@@ -45,11 +56,15 @@ import numpy.typing as npt
 from pydantic import Field
 
 from flashsim.components.fluid import BufferCheck, DrainPath, FluidBuffer, Pieces
+from flashsim.components.rebuild import RebuildPolicy
 from flashsim.config import Bytes, StrictModel, UnitFraction
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 
 FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+#: Whole stripes of one piece above which the migration places them in bulk (fast-forward).
+BULK_STRIPES = 1024
 #: Where a read goes per logical byte (:meth:`ScmQlcTier.read_weights`): the
 #: fraction in SCM, physical bytes per QLC drive, the fraction in QLC.
 ReadWeights = tuple[float, FloatArray, float]
@@ -86,6 +101,12 @@ class TierSpec(StrictModel):
         whole compressed chunks, one drive operation of ``c * read_chunk``
         physical bytes each, so highly compressible data costs a drive
         operation per few physical bytes.
+    rebuild : RebuildPolicy
+        How a failed drive's data is rebuilt against the foreground I/O
+        (guaranteed share of drive time, idle share, rate cap).
+    drive_fill : float
+        Share of each QLC drive's capacity holding data: what the rebuild of
+        a failed QLC drive reconstructs.
     """
 
     write_buffer: Bytes
@@ -99,6 +120,22 @@ class TierSpec(StrictModel):
     scm_write_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     scm_read_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
     read_chunk: Bytes = "32 KiB"
+    rebuild: RebuildPolicy = Field(
+        default_factory=lambda: RebuildPolicy.model_validate({}),
+        description=(
+            "How a failed SCM or QLC drive is rebuilt against the foreground I/O "
+            "(components.rebuild): guaranteed priority share (ASSUMED default 0.3, as the "
+            "vast-rebuild phase's), idle share, rate cap; decode_bandwidth is unused (the "
+            "drives bound a VAST rebuild)."
+        ),
+    )
+    drive_fill: UnitFraction = Field(
+        1.0,
+        description=(
+            "Share of each QLC drive's capacity holding data, which the rebuild of a failed "
+            "QLC drive reconstructs (ASSUMED 1: a full pool, as the vast-rebuild phase's `used`)."
+        ),
+    )
 
 
 def compressed_fraction(entropy_bits_per_byte: float, floor: float) -> float:
@@ -230,14 +267,20 @@ class ScmQlcTier:
         self.aged_B = 0.0
         self.qlc_phys_written_B = np.zeros(len(self.qlc))
         self._stripe_fill_B = 0.0
-        self._stripe_start = 0
         self._stripe_c = 1.0
-        self._stripe_drives: npt.NDArray[np.int64] = np.arange(
-            spec.ec_data + spec.ec_parity, dtype=np.int64
-        )
+        self._stripe_drives: IntArray = np.arange(spec.ec_data + spec.ec_parity, dtype=np.int64)
         self._stripes = 0
+        #: Position (in :attr:`qlc_in_service`) where the next rotated stripe starts.
+        self._next_pos = 0
         #: Drive sets of completed and open stripes: (first drive, width, compressed fraction).
+        #: Stripes a fast-forward places in bulk (:data:`BULK_STRIPES`) are counted, not logged.
         self.stripe_log: list[tuple[int, int, float]] = []
+        #: Drives out of service (failed, rebuilt or not, and not yet replaced), by index.
+        self.scm_out: set[int] = set()
+        self.qlc_out: set[int] = set()
+        self._scm_in = np.arange(len(self.scm), dtype=np.int64)
+        self._qlc_in = np.arange(len(self.qlc), dtype=np.int64)
+        self._service_version = 0
         self.buffer = FluidBuffer(
             sim,
             f"{name}.scm_buffer",
@@ -247,6 +290,63 @@ class ScmQlcTier:
             on_drained=self._on_migrated,
             drain_priority=migration_priority,
         )
+
+    # ---------------------------------------------------------------- service
+    @property
+    def scm_in_service(self) -> IntArray:
+        """Indices of the SCM drives in service."""
+        return self._scm_in
+
+    @property
+    def qlc_in_service(self) -> IntArray:
+        """Indices of the QLC drives in service."""
+        return self._qlc_in
+
+    def take_out(self, medium: Literal["scm", "qlc"], drive: int) -> None:
+        """Drive ``drive`` of ``medium`` fails: new bytes avoid it from now on.
+
+        The bytes a failed QLC drive held are read from the survivors from now
+        on (one parity strip of a full-stripe read replaces each lost strip,
+        and the rebuild puts the strips on the survivors), so its share of every
+        object's reads moves to the QLC drives in service, evenly.  Flows
+        started before keep their paths (flow fidelity); the migration's drain
+        restarts on its new path at the next re-solve.
+        """
+        out, count = (
+            (self.scm_out, len(self.scm)) if medium == "scm" else (self.qlc_out, len(self.qlc))
+        )
+        if not 0 <= drive < count:
+            raise ValueError(f"{self.name}: {medium} drive {drive} does not exist (0..{count - 1})")
+        if drive in out:
+            return
+        out.add(drive)
+        self._update_service()
+        if medium == "qlc" and self._qlc_in.size:
+            for loc in self.qlc_objects.values():
+                lost = float(loc.phys_read_B[drive])
+                if lost > 0:
+                    loc.phys_read_B[drive] = 0.0
+                    loc.phys_read_B[self._qlc_in] += lost / self._qlc_in.size
+
+    def put_back(self, medium: Literal["scm", "qlc"], drive: int) -> None:
+        """A fresh, empty drive replaces ``drive`` of ``medium``: new bytes may use it again."""
+        out = self.scm_out if medium == "scm" else self.qlc_out
+        if drive in out:
+            out.discard(drive)
+            self._update_service()
+        if medium == "qlc":
+            self.qlc_phys_written_B[drive] = 0.0
+
+    def _update_service(self) -> None:
+        """Recompute the drives in service (all of a medium if none is left: data is lost)."""
+        scm = [i for i in range(len(self.scm)) if i not in self.scm_out]
+        qlc = [i for i in range(len(self.qlc)) if i not in self.qlc_out]
+        self._scm_in = np.array(scm or range(len(self.scm)), dtype=np.int64)
+        self._qlc_in = np.array(qlc or range(len(self.qlc)), dtype=np.int64)
+        self._service_version += 1
+
+    def _scm_live(self) -> list[Resource]:
+        return [self.scm[i] for i in self._scm_in] if self.scm_out else self.scm
 
     # ---------------------------------------------------------------- geometry
     def compressed_fraction(self, obj: str) -> float:
@@ -258,34 +358,47 @@ class ScmQlcTier:
         data = min(self.spec.ec_data, max(1, math.ceil(self.spec.ec_data * c - 1e-9)))
         return data + self.spec.ec_parity
 
-    def _drive_set(self, start: int, width: int) -> npt.NDArray[np.int64]:
-        return (start + np.arange(width, dtype=np.int64)) % len(self.qlc)
+    def _drive_set(self, pos: int, width: int) -> IntArray:
+        """Drives of a stripe of ``width`` starting at position ``pos`` of the drives in service."""
+        live = self._qlc_in
+        return live[(pos + np.arange(width, dtype=np.int64)) % max(live.size, 1)]
 
     def _mean_drive_weights(self, c: float) -> FloatArray:
         """Share of a stripe's physical bytes each QLC drive gets, averaged over placements."""
         n = len(self.qlc)
+        live = self._qlc_in
         width = self.stripe_width(c)
         if self.spec.placement == "rotate":
-            return np.full(n, 1.0 / n)
+            if not self.qlc_out:
+                return np.full(n, 1.0 / n)
+            weights = np.zeros(n)
+            weights[live] = 1.0 / max(live.size, 1)
+            return weights
         weights = np.zeros(n)
-        weights[self._drive_set(0, width)] = 1.0 / width
+        drives = self._drive_set(0, width)
+        weights[drives] = 1.0 / drives.size
         return weights
 
     # ------------------------------------------------------------------ paths
     def ingest_path(self) -> list[tuple[Resource, float]]:
         """Tier resources crossed by one user byte written (gate and SCM replicas)."""
-        each = self.spec.scm_copies * self.scm_write_cost / len(self.scm)
-        return [*self.buffer.ingest_path(), *((r, each) for r in self.scm)]
+        live = self._scm_live()
+        each = self.spec.scm_copies * self.scm_write_cost / len(live)
+        return [*self.buffer.ingest_path(), *((r, each) for r in live)]
 
     def _migration_path(self, head: str) -> DrainPath:
         c = self.compressed_fraction(head)
         width = self.stripe_width(c)
-        path: list[tuple[Resource, float]] = [(r, 1.0 / len(self.scm)) for r in self.scm]
+        live = self._scm_live()
+        path: list[tuple[Resource, float]] = [(r, 1.0 / len(live)) for r in live]
         per_byte_qlc = c * width / (width - self.spec.ec_parity) * self.qlc_write_cost
         weights = self._mean_drive_weights(c)
         path += [(r, per_byte_qlc * w) for r, w in zip(self.qlc, weights, strict=True) if w > 0]
         path += self._migration_extra(c)
-        return DrainPath(path, key=(round(c, 9),))
+        key: tuple[float, ...] = (round(c, 9),)
+        if self._service_version:
+            key = (*key, float(self._service_version))
+        return DrainPath(path, key=key)
 
     # ---------------------------------------------------------------- location
     def _on_migrated(self, pieces: Pieces) -> None:
@@ -295,16 +408,16 @@ class ScmQlcTier:
             left = b
             while left > 0:
                 if self._stripe_fill_B <= 0:
+                    if left >= BULK_STRIPES * stripe_B:
+                        left -= self._migrate_bulk(obj, int(left // stripe_B))
+                        continue
                     self._open_stripe(obj)
                 room = stripe_B - self._stripe_fill_B
                 take = min(left, room)
                 c = self._stripe_c
                 drives = self._stripe_drives
                 width = drives.size
-                loc = self.qlc_objects.get(obj)
-                if loc is None:
-                    loc = QlcLocation(0.0, np.zeros(len(self.qlc)))
-                    self.qlc_objects[obj] = loc
+                loc = self._location_of(obj)
                 loc.logical_B += take
                 loc.phys_read_B[drives] += take * c / width
                 self.qlc_phys_written_B[drives] += take * c / (width - m)
@@ -314,18 +427,84 @@ class ScmQlcTier:
                 if self._stripe_fill_B >= stripe_B * (1.0 - 1e-12):
                     self._stripe_fill_B = 0.0
 
+    def _location_of(self, obj: str) -> QlcLocation:
+        loc = self.qlc_objects.get(obj)
+        if loc is None:
+            loc = QlcLocation(0.0, np.zeros(len(self.qlc)))
+            self.qlc_objects[obj] = loc
+        return loc
+
+    def _migrate_bulk(self, obj: str, stripes: int) -> float:
+        """Place ``stripes`` whole stripes of ``obj`` at once, as one by one would; returns bytes.
+
+        Rotated stripes of width ``w`` over the ``n`` drives in service cover
+        ``stripes * w`` strips from the next start position: every drive gets
+        ``stripes * w // n`` of them and the first ``stripes * w % n`` after
+        the start one more.  Packed stripes all land on the first ``w`` drives.
+        """
+        c = self.compressed_fraction(obj)
+        width = self.stripe_width(c)
+        live = self._qlc_in
+        n = max(live.size, 1)
+        counts = np.zeros(len(self.qlc))
+        if self.spec.placement == "rotate":
+            total = stripes * width
+            pos = self._next_pos % n
+            extra = ((np.arange(n) - pos) % n) < total % n
+            counts[live] = total // n + extra
+            self._next_pos = (pos + total) % n
+        else:
+            counts[self._drive_set(0, width)] = stripes
+        size_B = stripes * float(self.spec.stripe_size)
+        strip_B = float(self.spec.stripe_size) * c
+        loc = self._location_of(obj)
+        loc.logical_B += size_B
+        loc.phys_read_B += counts * strip_B / width
+        self.qlc_phys_written_B += counts * strip_B / (width - self.spec.ec_parity)
+        self.migrated_B += size_B
+        self._stripes += stripes
+        self._stripe_c = c
+        return size_B
+
     def _open_stripe(self, obj: str) -> None:
         c = self.compressed_fraction(obj)
         width = self.stripe_width(c)
-        if self.spec.placement == "rotate" and self._stripes > 0:
-            prev_start, prev_width, _ = self.stripe_log[-1]
-            start = (prev_start + prev_width) % len(self.qlc)
-        else:
-            start = 0
+        n = max(self._qlc_in.size, 1)
+        pos = self._next_pos % n if self.spec.placement == "rotate" and self._stripes > 0 else 0
         self._stripe_c = c
-        self._stripe_drives = self._drive_set(start, width)
+        self._stripe_drives = self._drive_set(pos, width)
+        self._next_pos = (pos + width) % n
         self._stripes += 1
-        self.stripe_log.append((start, width, c))
+        self.stripe_log.append((int(self._stripe_drives[0]), width, c))
+
+    # -------------------------------------------------------------- fast-forward
+    def fast_forward(self, obj: str, size_B: float) -> float:
+        """``size_B`` user bytes of ``obj`` written over time no flow simulates (fluid model).
+
+        The buffer's own policy, integrated over that time: the bytes arrive,
+        the migration brings the level to ``migrate_above`` of the buffer (it
+        stays lower if the bytes do not reach it), and everything above it
+        migrates to QLC in arrival order (what earlier phases left in SCM
+        first), compressed by
+        ``obj``'s entropy, striped and wearing the drives as a simulated
+        migration does.  Returns the bytes migrated.
+        """
+        if not (size_B >= 0 and math.isfinite(size_B)):
+            raise ValueError(f"{self.name}: size_B(={size_B}) must be a finite number >= 0")
+        buf = self.buffer
+        level = buf.check().level_B
+        over = max(0.0, level + size_B - buf.drain_start_B)
+        # The oldest bytes leave first: those held now, then the oldest of the new ones.
+        moved = buf.drain_now(min(over, level)) if over > 0 else 0.0
+        if size_B > 0:
+            buf.add_bytes(obj, size_B)
+        if over > moved:
+            moved += buf.drain_now(over - moved)
+        return moved
+
+    def drain_all(self) -> float:
+        """Migrate everything the buffer holds to QLC at once (a reset); returns the bytes."""
+        return self.buffer.drain_now(self.buffer.check().level_B)
 
     def location(self, obj: str) -> tuple[float, float]:
         """Logical bytes of ``obj`` in SCM and in QLC now."""
@@ -379,10 +558,7 @@ class ScmQlcTier:
         if not (size_B > 0 and math.isfinite(size_B)):
             raise ValueError(f"{self.name}: aged size_B(={size_B}) must be a finite number > 0")
         c = self.compressed_fraction(obj)
-        loc = self.qlc_objects.get(obj)
-        if loc is None:
-            loc = QlcLocation(0.0, np.zeros(len(self.qlc)))
-            self.qlc_objects[obj] = loc
+        loc = self._location_of(obj)
         loc.logical_B += size_B
         loc.phys_read_B += size_B * c * self._mean_drive_weights(c)
         self.aged_B += size_B
@@ -397,8 +573,9 @@ class ScmQlcTier:
         """Drive resources a logical byte read crosses, given :meth:`read_weights`."""
         path: list[tuple[Resource, float]] = []
         if f_scm > 0:
-            weight = f_scm / len(self.scm) / self.spec.scm_read_efficiency
-            path += [(r, weight) for r in self.scm]
+            live = self._scm_live()
+            weight = f_scm / len(live) / self.spec.scm_read_efficiency
+            path += [(r, weight) for r in live]
         path += [(r, float(w)) for r, w in zip(self.qlc, qlc_w, strict=True) if w > 0]
         if self.qlc_ops and f_qlc > 0:
             c = float(qlc_w.sum()) / f_qlc  # physical bytes per logical byte on QLC

@@ -30,6 +30,12 @@ simulated sample: it writes ``sample`` user bytes (O_DIRECT, the phase's
 fidelity), migrates them all to QLC, and measures the bytes each drive
 received (:func:`sync_wear`: request-fidelity replica visits and flow
 counters of the SCM ingest and the migration), reported as ``sim_*``.
+
+State (issue 17): the phase runs on the system's state and leaves it there.
+The sample's bytes stay on the drives' wear (the pool's ``host_written_B``,
+:mod:`flashsim.systems.vast_target`), the sample's data on QLC, and the SCM
+buffer empty, as its final migration leaves it; nothing is reset.  Per-drive
+bytes are differences, so earlier wear does not change the phase's numbers.
 """
 
 from __future__ import annotations
@@ -124,6 +130,9 @@ def sync_wear(system: VastTopology) -> None:
     (``system.scm_request_user_B`` of the buffer's ingest is theirs).  QLC:
     the physical bytes the migration wrote to each drive
     (``tier.qlc_phys_written_B``, both fidelities: migration is a flow).
+    Flow-written SCM bytes are spread over every SCM drive alike, also while
+    one is out of service (:mod:`flashsim.systems.vast_target`): an
+    approximation of a failed SCM drive's wear until it is replaced.
     """
     tier = system.tier
     copies = system.model.tier.scm_copies

@@ -10,8 +10,13 @@ bandwidth, a written byte costs ``read / write`` bandwidth of it, as the
 tier's migration does), with a rebuild-rate policy, while a saturating read of
 aged data (reads spread evenly over the surviving QLC drives) runs or not, and
 reports the rebuild time and the foreground read bandwidth before, during and
-after.  Flow fidelity only; the NVMe fabric and the CNodes' decode are not on
-the rebuild's path (the drives bound it).
+after.  The failure and the rebuild are the pool's own
+(:class:`~flashsim.systems.vast_target.VastPool`): the phase leaves them in the
+system's state (the drive rebuilt onto the survivors, out of service until
+replaced), and every ``vast-rebuild`` starts by healing the pool (running
+rebuilds stop, drives out of service are replaced).  Flow fidelity only; the
+NVMe fabric and the CNodes' decode are not on the rebuild's path (the drives
+bound it).
 """
 
 from __future__ import annotations
@@ -22,12 +27,14 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field
 
-from flashsim.components.rebuild import ArrayGeometry, RebuildFlows, RebuildPolicy, rebuild_traffic
+from flashsim.components.rebuild import RebuildPolicy
 from flashsim.config import StrictModel, UnitFraction
 from flashsim.engine.flows import Flow, Resource
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
+from flashsim.systems.vast_target import REBUILD_CHUNK_B
 
 if TYPE_CHECKING:
+    from flashsim.systems.vast_target import VastPool
     from flashsim.systems.vast_topology import VastTopology
 
 
@@ -116,40 +123,47 @@ class VastRebuildDetails(PhaseDetails):
         }
 
 
-def run_vast_rebuild(system: VastTopology, phase: VastRebuildPhase) -> PhaseResult:
-    """Fail QLC drive ``phase.drive`` and rebuild it under the phase's load."""
+def run_vast_rebuild(system: VastTopology, phase: VastRebuildPhase, pool: VastPool) -> PhaseResult:
+    """Fail QLC drive ``phase.drive`` of ``pool`` and rebuild it under the phase's load.
+
+    The study fails one drive of a complete, healthy pool, so it starts by
+    healing the pool (:meth:`~flashsim.systems.vast_target.VastPool.heal`:
+    running rebuilds stop, drives out of service are replaced by fresh ones);
+    wear and the SCM buffer are kept.  The failure
+    and its rebuild go through the pool (:class:`~flashsim.systems.vast_target.VastPool`)
+    with the phase's ``used`` and ``priority``, and the state stays at the end:
+    the drive's data rebuilt on the survivors, the drive out of service until
+    replaced.
+    """
     qlc = system.qlc
     if phase.drive >= len(qlc):
         raise ValueError(
             f"phase {phase.name!r}: drive {phase.drive} does not exist; the system has "
             f"{len(qlc)} QLC drives (0..{len(qlc) - 1})"
         )
+    pool.heal()
     tier = system.model.tier
-    geometry = ArrayGeometry.erasure(tier.ec_data, tier.ec_parity, len(qlc), chunk_B=2.0**20)
     spec = system.qlc_spec
-    write_cost = float(spec.read_bandwidth) / float(spec.write_bandwidth)
-    traffic = rebuild_traffic(geometry, [phase.drive])
-    path: list[tuple[Resource, float]] = [
-        (qlc[i], float(r + w * write_cost))
-        for i, (r, w) in enumerate(zip(traffic.read_per_B, traffic.write_per_B, strict=True))
-        if r + w > 0
-    ]
     volume = phase.used * float(spec.capacity)
-    alone = float(spec.read_bandwidth) / max(w for _, w in path)
+    if not volume > 0:
+        raise ValueError(f"phase {phase.name!r}: used(={phase.used}) leaves nothing to rebuild")
     sim = system.sim
-    start = sim.now
-    survivors = [q for i, q in enumerate(qlc) if i != phase.drive]
-    reader: Flow | None = None
     before = during = math.nan
     if phase.load == "read":
-        before = _read_rate(system, qlc)
+        before = _read_rate(system, [qlc[int(i)] for i in system.tier.qlc_in_service])
+    start = sim.now
+    system.tier.take_out("qlc", phase.drive)
+    _, alone, _ = pool.rebuild_path(phase.drive)
+    survivors = [qlc[int(i)] for i in system.tier.qlc_in_service]
+    reader: Flow | None = None
+    if phase.load == "read":
         reader = sim.flows.start_flow(
             1e30, [(q, 1.0 / len(survivors)) for q in survivors], name=f"{phase.name}.reads"
         )
     policy = RebuildPolicy.model_validate({"priority": phase.priority, "idle_fraction": 1.0})
-    rebuild = RebuildFlows(
-        sim.flows, f"{phase.name}.rebuild", path, volume, alone, policy, geometry.chunk_B
-    )
+    rebuild = pool.start_rebuild(phase.drive, volume, policy, name=f"{phase.name}.rebuild")
+    if rebuild is None:
+        raise ValueError(f"phase {phase.name!r}: no surviving QLC drive to rebuild onto")
     if reader is not None:
         sim.flows.solve_now()
         during = sim.flows.rate_now_Bps(reader)
@@ -163,7 +177,7 @@ def run_vast_rebuild(system: VastTopology, phase: VastRebuildPhase) -> PhaseResu
         bandwidth_Bps=0.0 if math.isnan(during) else during,
         iops=0.0,
         ranks=0,
-        transfer_size_B=geometry.chunk_B,
+        transfer_size_B=REBUILD_CHUNK_B,
         sim_time_s=elapsed,
         bytes_B=volume,
         fidelity="flow",

@@ -117,7 +117,11 @@ class VastRequests(VastTopology):
         queues = self._drive_queues()
         if picks is None:
             copies = self.model.tier.scm_copies
-            drives = [int(i) for i in rng.choice(len(self.scm), size=copies, replace=False)]
+            live = self.tier.scm_in_service  # a failed SCM drive takes no new replica
+            drives = [
+                int(live[i])
+                for i in rng.choice(len(live), size=min(copies, len(live)), replace=False)
+            ]
             dnodes = [net.dnodes[self.scm_dnode[i]] for i in drives]
             queued = max(net.minimal_service_s(net.back, cnode_ep, d, size) for d in dnodes)
             if net.front is not None:
@@ -135,13 +139,14 @@ class VastRequests(VastTopology):
             if self.migrating():
                 # At the hold level every new byte is migrated: one SCM read of it (flow
                 # fidelity's migration path), queued at a drive but not awaited.
-                i = int(rng.integers(len(self.scm)))
+                i = int(live[int(rng.integers(len(live)))])
                 env.process(self._migration_read(queues["scm"][i], size))
             self.tier.buffer.add_bytes(obj, size)
             return
         f_scm, qlc_cdf = picks
         if rng.random() < f_scm or qlc_cdf is None:
-            i = int(rng.integers(len(self.scm)))
+            live = self.tier.scm_in_service
+            i = int(live[int(rng.integers(len(live)))])
             drive, dnode = queues["scm"][i], self.scm_dnode[i]
             spec, scale, extra = self.scm_spec, 1.0 / self.model.tier.scm_read_efficiency, 0.0
         else:

@@ -8,6 +8,9 @@ and the drive queues of :class:`~flashsim.systems.vast_request.VastRequests`
 the job phases (``darshan``, ``jobs``, ``mix``: :mod:`flashsim.systems.vast_jobs`)
 build theirs with.  Study phases, whose tests each need a fresh system, are
 handed to the runner the kind gives it (:mod:`flashsim.systems.vast_study`).
+The system's one stateful target is its shared SCM/QLC pool
+(:class:`~flashsim.systems.vast_target.VastPool`): its state (SCM fill, wear,
+failed drives, rebuilds) lives for the whole run.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 import simpy
 
+from flashsim.components.target_state import StatefulTarget
 from flashsim.engine.flows import Flow
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
@@ -35,6 +39,7 @@ from flashsim.systems.vast_phases import (
 )
 from flashsim.systems.vast_rebuild import VastRebuildPhase, run_vast_rebuild
 from flashsim.systems.vast_streams import CapCache
+from flashsim.systems.vast_target import VastPool
 from flashsim.units import MIB
 from flashsim.workloads.darshan import DarshanPhase, run_darshan
 from flashsim.workloads.io500 import Io500Phase, run_io500
@@ -95,6 +100,26 @@ class VastSystem(VastJobs, VastIo500):
         super().__init__(model, sim, fidelity)
         self.ior = IorRunner(self, fidelity)
         self.studies = studies
+        #: The shared SCM/QLC pool, the system's one stateful target (vast_target).
+        self.pool = VastPool(self)
+
+    # ------------------------------------------------------- target state
+    def target_count(self) -> int:
+        """One target: the shared SCM/QLC pool (:mod:`flashsim.systems.vast_target`)."""
+        return 1
+
+    def target(self, index: int) -> StatefulTarget:
+        """The pool (index 0); ``ValueError("target: ...")`` for any other index."""
+        if index != 0:
+            raise ValueError(
+                f"target: index {index}: a vast system has one target, its shared SCM/QLC "
+                "pool (index 0)"
+            )
+        return self.pool
+
+    def built_targets(self) -> list[tuple[int, StatefulTarget]]:
+        """The pool, built with the system."""
+        return [(0, self.pool)]
 
     # ------------------------------------------------------- IOR protocol
     def ior_prepare(self, phase: IorPhase, repetition: int) -> None:
@@ -207,7 +232,7 @@ class VastSystem(VastJobs, VastIo500):
         if isinstance(phase, VastEndurancePhase):
             return run_endurance(self, phase)
         if isinstance(phase, VastRebuildPhase):
-            return run_vast_rebuild(self, phase)
+            return run_vast_rebuild(self, phase, self.pool)
         if isinstance(phase, VastGridPhase | VastIopsGridPhase | VastSizeSweepPhase):
             if self.studies is None:
                 raise ValueError(

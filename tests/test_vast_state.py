@@ -1,0 +1,427 @@
+"""Issue 17: a VAST system's SCM/QLC pool keeps its state for the whole run (vast_target)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from typing import Any
+
+import numpy as np
+import pytest
+import simpy
+
+from flashsim.components.target_state import StatefulTarget, SystemStatus
+from flashsim.components.tier import BULK_STRIPES
+from flashsim.engine.simulation import Simulation
+from flashsim.scenario import load_system_model
+from flashsim.systems.vast import VastSystem
+from flashsim.systems.vast_endurance import VastEndurancePhase
+from flashsim.systems.vast_rebuild import VastRebuildPhase
+from flashsim.systems.vast_study_units import ior_phase as _ior
+from flashsim.systems.vast_target import PRODUCTION_OBJECT
+from flashsim.workloads.jobs import JobsPhase
+
+MODEL = "models/systems/vast-pdsw21.toml"
+GIB = 2**30
+#: A small SCM buffer, so that a test's writes migrate to QLC.
+SMALL_BUFFER = {"tier.write_buffer": "200 GB"}
+#: Front end and DNode ports wide enough that reads of QLC data are bound by the 44 QLC
+#: drives (140.8 GB/s), and drives holding little data (a rebuild of seconds).
+DRIVE_BOUND = {
+    "cnode.count": "16",
+    "client.count": "16",
+    "dnode.fabric_nic.ports": "8",
+    "tier.drive_fill": "0.002",
+}
+
+
+def build(overrides: dict[str, str] | None = None) -> VastSystem:
+    loaded = load_system_model(MODEL, overrides or {})
+    system = loaded.kind.build(loaded.model, Simulation(0), "flow")
+    assert isinstance(system, VastSystem)
+    return system
+
+
+def write(system: VastSystem, name: str, gib_per_rank: int, nodes: int = 8, ppn: int = 16) -> Any:
+    """An O_DIRECT IOR write of ``nodes x ppn`` ranks of ``gib_per_rank`` GiB each."""
+    return system.run_phase(
+        _ior(
+            name,
+            "write",
+            nodes,
+            ppn,
+            2**20,
+            name,
+            block_size_B=2**20,
+            segments=1024 * gib_per_rank,
+            direct_io=True,
+        )
+    )
+
+
+def read(system: VastSystem, dataset: str, gib_per_rank: int, nodes: int = 8, ppn: int = 16) -> Any:
+    return system.run_phase(
+        _ior(
+            f"{dataset}-read",
+            "read",
+            nodes,
+            ppn,
+            2**20,
+            dataset,
+            block_size_B=2**20,
+            segments=1024 * gib_per_rank,
+        )
+    )
+
+
+# ------------------------------------------------------------------ the one target
+def test_the_pool_is_the_one_target_and_its_status_is_json() -> None:
+    system = build()
+    assert system.target_count() == 1
+    pool = system.target(0)
+    assert isinstance(pool, StatefulTarget)
+    assert pool.name == "vast-pdsw21.tier"
+    assert system.built_targets() == [(0, pool)]
+    with pytest.raises(ValueError, match=r"^target: index 1"):
+        system.target(1)
+    fresh = system.status()
+    assert fresh.targets == 1 and fresh.buffer_fill == 0.0 and fresh.failed_drives == 0
+    write(system, "d", 1)
+    pool.fail_drive(3)
+    status = system.status()
+    text = json.dumps(status.to_dict())
+    back = json.loads(text)
+    assert back["targets"] == 1 and back["degraded_targets"] == [0]
+    assert back["rebuilding_targets"] == [0] and back["failed_drives"] == 1
+    assert back["buffer_fill"] == pytest.approx(128 * GIB / 3e12, rel=1e-6)
+    one = json.loads(json.dumps(pool.status().to_dict()))
+    assert one["failed_drives"] == [3] and 0.0 <= one["rebuild_progress"] < 1.0
+    line = status.summary()
+    assert "1 drive(s) down in 1 target(s), 1 rebuilding" in line
+    assert "SCM fill 4.6 %" in line and "WA mean 1.00" in line
+
+
+# ------------------------------------------------------------------ state across phases
+def test_scm_fill_and_qlc_wear_a_write_leaves_are_in_the_next_phase() -> None:
+    system = build(SMALL_BUFFER)
+    assert system.status().buffer_fill == 0.0
+    write(system, "small", 1)  # 128 GiB: below the 180 GB hold level, all in SCM
+    after = system.status()
+    assert after.buffer_fill == pytest.approx(128 * GIB / 200e9, rel=1e-6)
+    assert system.pool.status().host_written_B == 0.0  # nothing migrated yet
+    # The next phase finds it: a read of it is served from SCM, and the status is unchanged.
+    obj = system.object_name("small", 0)
+    assert system.tier.location(obj) == pytest.approx((GIB, 0.0))
+    read(system, "small", 1)
+    assert system.status().buffer_fill == pytest.approx(after.buffer_fill, rel=1e-9)
+    # A bigger write fills the buffer to its hold level and migrates the rest, wearing QLC.
+    write(system, "big", 4)
+    pool = system.pool.status()
+    assert pool.buffer_fill == pytest.approx(0.9, rel=1e-4)
+    migrated = system.tier.migrated_B
+    assert migrated == pytest.approx((128 + 512) * GIB - 180e9, rel=1e-4)
+    # Incompressible 36+4 stripes over 44 drives: 40/36 bytes per migrated byte, spread evenly.
+    assert pool.host_written_B == pytest.approx(migrated * 40 / 36 / 44, rel=1e-3)
+    assert system.tier.location(obj)[1] > 0  # the oldest data left SCM first
+
+
+def test_the_write_amplification_of_qlc_is_one_and_trim_is_a_no_op() -> None:
+    system = build(SMALL_BUFFER)
+    write(system, "big", 4)
+    status = system.pool.status()
+    assert status.write_amplification == 1.0 and status.write_loss == 0.0
+    event = system.pool.trim()
+    assert isinstance(event, simpy.Event) and event.triggered and event.value == 0.0
+    assert system.pool.status() == status
+
+
+# ------------------------------------------------------------------ failures and rebuild
+def fail_at(
+    env: simpy.Environment, system: VastSystem, at_s: float, drive: int
+) -> Generator[simpy.Event, Any, None]:
+    yield env.timeout(at_s)
+    system.pool.fail_drive(drive)
+
+
+def aged_system() -> VastSystem:
+    """1 TiB of data written and migrated to QLC (flushed), on a drive-bound system."""
+    system = build(DRIVE_BOUND)
+    write(system, "d", 8, nodes=16, ppn=8)
+    system.sim.run(system.tier.buffer.flush())
+    return system
+
+
+def test_a_failure_during_a_read_slows_it_and_the_rebuild_ends_later_than_idle() -> None:
+    healthy = aged_system()
+    base = read(healthy, "d", 8, nodes=16, ppn=8)
+    assert base.bandwidth_Bps == pytest.approx(44 * 3.2e9, rel=1e-3)  # the QLC drives bind
+
+    loaded = aged_system()
+    loaded.sim.env.process(fail_at(loaded.sim.env, loaded, 1.0, 0))
+    degraded = read(loaded, "d", 8, nodes=16, ppn=8)
+    assert degraded.bandwidth_Bps < 0.9 * base.bandwidth_Bps
+    rebuild = loaded.pool.rebuild_of(0)
+    assert rebuild is not None  # still running when the read ended
+    loaded.sim.run(rebuild.done)
+    under_load_s = rebuild.end_s - rebuild.start_s
+
+    idle = aged_system()
+    idle.pool.fail_drive(0)
+    alone = idle.pool.rebuild_of(0)
+    assert alone is not None
+    idle.sim.run(alone.done)
+    idle_s = alone.end_s - alone.start_s
+    # 0.2 % of a 15.36 TB drive rebuilt from 36 survivors' reads, one write, over 43 drives.
+    volume = 0.002 * 15.36e12
+    assert idle_s == pytest.approx(volume * (36 / 3.2e9 + 1 / 1.0e9) / 43, rel=1e-6)
+    assert under_load_s > 1.5 * idle_s
+    # Rebuilt: the pool is healthy again; the drive stays out of service until replaced.
+    for system in (loaded, idle):
+        status = system.pool.status()
+        assert status.failed_drives == () and status.rebuild_progress is None
+        assert system.tier.qlc_out == {0}
+
+
+def test_reads_started_after_a_failure_avoid_the_failed_drive() -> None:
+    system = aged_system()
+    system.pool.fail_drive(5)
+    rebuild = system.pool.rebuild_of(5)
+    assert rebuild is not None
+    system.sim.run(rebuild.done)
+    obj = system.object_name("d", 0)
+    _, weights, _ = system.tier.read_weights(obj)
+    assert weights[5] == 0.0
+    # The lost strips are read from the survivors instead (one parity strip per lost strip).
+    assert weights.sum() == pytest.approx(1.0, rel=1e-9)
+    # 43 drives in service: a read after the rebuild gets 43 drives' bandwidth.
+    after = read(system, "d", 8, nodes=16, ppn=8)
+    assert after.bandwidth_Bps == pytest.approx(43 * 3.2e9, rel=1e-3)
+
+
+def test_failures_beyond_the_parity_lose_data_and_bad_drives_are_refused() -> None:
+    system = build()
+    pool = system.pool
+    for drive in range(4):
+        pool.fail_drive(drive)
+    assert not pool.status().data_lost
+    pool.fail_drive(4)  # a fifth QLC drive down before any rebuild ended: EC 36+4 loses data
+    status = pool.status()
+    assert status.data_lost and len(status.failed_drives) == 5
+    assert system.status().data_lost_targets == (0,)
+    assert "DATA LOST on 1 target(s)" in system.status().summary()
+    with pytest.raises(ValueError, match=r"^drive: 56 is not a drive"):
+        pool.fail_drive(56)
+    with pytest.raises(ValueError, match=r"^drive: QLC drive 2 .* already down"):
+        pool.fail_drive(2)
+
+
+def test_an_scm_failure_rebuilds_its_replicas_and_new_writes_avoid_it() -> None:
+    system = build()
+    write(system, "d", 1)
+    level = system.tier.buffer.check().level_B
+    scm_drive = 44 + 2  # pool indices: 44 QLC drives, then the 12 SCM drives
+    system.pool.fail_drive(scm_drive)
+    rebuild = system.pool.rebuild_of(scm_drive)
+    assert rebuild is not None
+    assert rebuild.volume_B == pytest.approx(2 * level / 12, rel=1e-12)
+    ingest = {r.name for r, _ in system.tier.ingest_path()}
+    assert system.scm[2].name not in ingest and system.scm[3].name in ingest
+    system.sim.run(rebuild.done)
+    assert system.pool.status().failed_drives == ()
+    # A second SCM failure while the first is rebuilt loses buffered data (2 replicas).
+    system.pool.fail_drive(44 + 4)
+    system.pool.fail_drive(44 + 5)
+    assert system.pool.status().data_lost
+
+
+def test_replace_gives_a_fresh_drive_back_to_service() -> None:
+    system = build(SMALL_BUFFER)
+    write(system, "big", 4)
+    system.pool.fail_drive(7)
+    rebuild = system.pool.rebuild_of(7)
+    assert rebuild is not None
+    system.sim.run(rebuild.done)
+    system.pool.replace_drive(7)
+    assert system.tier.qlc_out == set()
+    assert system.pool.status().failed_drives == ()
+    assert system.tier.qlc_phys_written_B[7] == 0.0
+    assert system.qlc_state[7].bytes_written_B == 0.0
+    assert system.qlc_state[8].bytes_written_B > 0.0
+
+
+# ------------------------------------------------------------------ reset
+def test_reset_restores_fresh_drives_and_an_empty_buffer() -> None:
+    system = build(SMALL_BUFFER)
+    fresh = system.status()
+    write(system, "big", 4)
+    system.pool.fail_drive(1)
+    system.pool.fail_drive(44)
+    assert system.status() != fresh
+    system.reset_state()
+    status = system.pool.status()
+    assert status.failed_drives == () and status.rebuild_progress is None
+    assert status.buffer_fill == 0.0 and status.host_written_B == 0.0
+    assert not status.data_lost
+    assert system.tier.qlc_out == set() and system.tier.scm_out == set()
+    assert all(s.bytes_written_B == 0.0 for s in system.scm_state + system.qlc_state)
+    assert system.status() == SystemStatus.of(system.sim.now, 1, [(0, status)])
+    # The files stay readable (on QLC, as data older than the fresh state) ...
+    obj = system.object_name("big", 0)
+    assert system.tier.location(obj) == pytest.approx((0.0, 4 * GIB))
+    # ... and new writes wear every drive again from zero, the replaced ones included.
+    write(system, "again", 4)
+    assert system.pool.status().host_written_B > 0  # brings the wear states up to now
+    assert system.tier.qlc_phys_written_B[1] > 0 and system.scm_state[0].bytes_written_B > 0
+
+
+# ------------------------------------------------------------------ fast-forward
+def test_age_reaches_the_state_of_a_detailed_write_of_the_same_bytes() -> None:
+    detailed = build(SMALL_BUFFER)
+    w = write(detailed, "d", 8)
+    forward = build(SMALL_BUFFER)
+    forward.pool.age(w.bytes_B)
+    a, b = detailed.pool.status(), forward.pool.status()
+    assert b.buffer_fill == pytest.approx(a.buffer_fill, rel=0.02)
+    assert b.host_written_B == pytest.approx(a.host_written_B, rel=0.02)
+    np.testing.assert_allclose(
+        forward.tier.qlc_phys_written_B, detailed.tier.qlc_phys_written_B, rtol=0.02
+    )
+    assert forward.sim.now == 0.0  # nothing simulated
+
+
+def test_age_migrates_what_earlier_phases_left_in_scm_first() -> None:
+    system = build(SMALL_BUFFER)
+    write(system, "ckpt", 1)
+    obj = system.object_name("ckpt", 0)
+    system.pool.age(200e9)
+    assert system.tier.location(obj) == pytest.approx((0.0, GIB))
+    assert system.tier.buffer.bytes_of(PRODUCTION_OBJECT) == pytest.approx(180e9, rel=1e-9)
+    with pytest.raises(ValueError, match=r"^host_B"):
+        system.pool.age(-1.0)
+
+
+def test_a_year_of_production_wears_qlc_by_the_write_path_in_bulk() -> None:
+    """365 days x 2.2 PB: stripes placed in bulk give the wear of stripe-by-stripe placement."""
+    bulk = build()
+    for _ in range(365):
+        bulk.pool.age(2.2e15)
+    migrated = 365 * 2.2e15 - 0.9 * 3e12
+    assert bulk.tier.migrated_B == pytest.approx(migrated, rel=1e-12)
+    per_drive = migrated * 40 / 36 / 44
+    np.testing.assert_allclose(bulk.tier.qlc_phys_written_B, per_drive, rtol=1e-4)
+    # The same bytes in pieces just under the bulk threshold, placed stripe by stripe.
+    steps = build()
+    piece = (BULK_STRIPES - 1) * 4e9
+    steps.pool.age(0.9 * 3e12)  # the buffer at its hold level: what follows migrates
+    steps.pool.age(40 * piece)
+    one = build()
+    one.pool.age(0.9 * 3e12)
+    for _ in range(40):
+        one.pool.age(piece)
+    np.testing.assert_allclose(
+        steps.tier.qlc_phys_written_B, one.tier.qlc_phys_written_B, rtol=1e-9
+    )
+
+
+# ------------------------------------------------------------------ study phases keep state
+def test_vast_rebuild_leaves_its_state_and_runs_again_on_a_fresh_drive() -> None:
+    system = build()
+    phase = VastRebuildPhase.model_validate(
+        {"name": "rb", "workload": "vast-rebuild", "load": "idle", "used": 0.001}
+    )
+    first = system.run_phase(phase)
+    assert system.tier.qlc_out == {0}  # rebuilt onto the survivors, not replaced
+    assert system.pool.status().failed_drives == ()
+    second = system.run_phase(phase.model_copy(update={"name": "rb2"}))
+    assert second.sim_time_s == pytest.approx(first.sim_time_s, rel=1e-12)
+    assert system.tier.qlc_out == {0}
+
+
+def test_vast_endurance_leaves_the_wear_it_measured() -> None:
+    system = build()
+    phase = VastEndurancePhase.model_validate(
+        {
+            "name": "e",
+            "workload": "vast-endurance",
+            "daily_writes": "2.2 PB/day",
+            "sample": "64 GiB",
+        }
+    )
+    system.run_phase(phase)
+    status = system.pool.status()
+    assert status.host_written_B == pytest.approx(64 * GIB * 40 / 36 / 44, rel=1e-3)
+    system.run_phase(phase.model_copy(update={"name": "e2"}))
+    assert system.pool.status().host_written_B == pytest.approx(
+        2 * 64 * GIB * 40 / 36 / 44, rel=1e-3
+    )
+
+
+def test_request_fidelity_replicas_avoid_a_failed_scm_drive() -> None:
+    loaded = load_system_model(MODEL)
+    system = loaded.kind.build(loaded.model, Simulation(0), "request")
+    assert isinstance(system, VastSystem)
+    system.pool.fail_drive(44 + 0)  # SCM drive 0 (the buffer is empty: nothing to rebuild)
+    assert system.pool.status().failed_drives == ()
+    common = {"block_size_B": 2**20, "segments": 64, "fidelity": "request", "direct_io": True}
+    system.run_phase(_ior("w", "write", 1, 4, 2**20, "d", **common))
+    assert system.scm_state[0].bytes_written_B == 0.0
+    assert sum(s.bytes_written_B for s in system.scm_state) == pytest.approx(2 * 4 * 64 * 2**20)
+
+
+def test_a_rebuilt_drive_that_fails_again_is_its_replacement_failing() -> None:
+    """As the production phase's AFR draws may: the slot's drive fails, and is rebuilt again."""
+    system = build()
+    pool = system.pool
+    assert pool.drives == 56 and pool.rebuild_fill == 1.0
+    pool.rebuild_fill = 0.001  # a production phase's `fill`
+    pool.fail_drive(9)
+    first = pool.rebuild_of(9)
+    assert first is not None and first.volume_B == pytest.approx(0.001 * 15.36e12)
+    system.sim.run(first.done)
+    pool.fail_drive(9)
+    again = pool.rebuild_of(9)
+    assert again is not None and again is not first
+    assert pool.status().failed_drives == (9,) and system.tier.qlc_out == {9}
+    system.reset_state()
+    assert pool.rebuild_fill == 1.0 and pool.status().failed_drives == ()
+
+
+def test_vast_rebuild_starts_from_a_healthy_pool() -> None:
+    system = build()
+    system.pool.fail_drive(0)  # an earlier failure, still rebuilding (a full drive: hours)
+    system.pool.fail_drive(44 + 1)
+    # A while later (a rebuild stopped at the very instant it started trips the engine's
+    # slot-reuse bug that the crash branch of issue 17 fixes in engine/flows.py).
+    system.sim.run(system.sim.now + 1.0)
+    phase = VastRebuildPhase.model_validate(
+        {"name": "rb", "workload": "vast-rebuild", "load": "idle", "used": 0.001}
+    )
+    healed = system.run_phase(phase)
+    fresh = build().run_phase(phase)
+    assert healed.sim_time_s == pytest.approx(fresh.sim_time_s, rel=1e-12)
+    assert system.tier.scm_out == set() and system.tier.qlc_out == {0}
+
+
+def test_a_jobs_phase_leaves_its_scm_fill_and_wear_to_the_next_phase() -> None:
+    system = build(SMALL_BUFFER)
+    job = {
+        "type": "ior",
+        "name": "ckpt",
+        "operation": "write",
+        "nodes": 8,
+        "ranks_per_node": 8,
+        "block_size": "4 GiB",
+        "direct_io": True,
+    }
+    phase = JobsPhase.model_validate(
+        {"name": "jobs", "workload": "jobs", "alone": False, "jobs": [job]}
+    )
+    system.run_phase(phase)
+    status = system.pool.status()
+    assert status.buffer_fill == pytest.approx(0.9, rel=1e-4)  # 256 GiB into a 200 GB buffer
+    assert status.host_written_B == pytest.approx((256 * GIB - 180e9) * 40 / 36 / 44, rel=1e-3)
+    # The next phase starts there: a small write only tops the held level up, migrating as much.
+    write(system, "next", 1)
+    assert system.pool.status().host_written_B == pytest.approx(
+        (384 * GIB - 180e9) * 40 / 36 / 44, rel=1e-3
+    )
