@@ -64,19 +64,19 @@ def plot_timeline(result: RunResult, ax: Axes | Sequence[Axes] | None = None) ->
     """
     import matplotlib.pyplot as plt
 
+    twin = False
     if ax is None:
         _, (ax_bw, ax_state) = plt.subplots(2, 1, sharex=True, figsize=(9.0, 6.0))
     elif isinstance(ax, Sequence):
         ax_bw, ax_state = ax[0], ax[1]
     else:
-        ax_bw = ax
-        ax_state = ax.twinx()
+        ax_bw, ax_state, twin = ax, ax.twinx(), True
     fig = _figure(ax_bw)
     scale, unit = time_unit(_span_s(result))
     for a in (ax_bw, ax_state):
         setattr(a, _SCALE_ATTR, scale)
     _draw_bandwidth(ax_bw, result, scale)
-    _draw_state(ax_state, result, scale)
+    _draw_state(ax_state, result, scale, offset=twin)
     for a in {id(ax_bw): ax_bw, id(ax_state): ax_state}.values():
         a.set_xlabel(f"simulated time ({unit})")
     if ax is None:
@@ -121,14 +121,20 @@ def _draw_bandwidth(ax: Axes, result: RunResult, scale: float) -> None:
         ax.legend(loc="best", fontsize="small")
 
 
-def _draw_state(ax: Axes, result: RunResult, scale: float) -> None:
-    """Mean WA (left axis); drives down, rebuilding targets and SCM fill % (right axis)."""
+def _draw_state(ax: Axes, result: RunResult, scale: float, offset: bool = False) -> None:
+    """Mean WA (left axis); drives down, rebuilding targets and SCM fill % (right axis).
+
+    ``offset``: ``ax`` is itself a twin on the right, so the counts' axis is moved
+    further right to stay readable.
+    """
     samples = result.timeline
     t = [s.time_s / scale for s in samples]
     wa = [s.state.get("mean_write_amplification", 1.0) for s in samples]
     (wa_line,) = ax.step(t, wa, where="post", color="tab:blue", label="mean write amplification")
     ax.set_ylabel("write amplification")
     right = ax.twinx()
+    if offset:
+        right.spines["right"].set_position(("axes", 1.12))
     lines = [wa_line]
     down = [float(s.state.get("failed_drives", 0)) for s in samples]
     rebuilding = [float(len(s.state.get("rebuilding_targets") or ())) for s in samples]

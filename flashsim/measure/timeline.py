@@ -8,16 +8,21 @@ change no rate, no state and the order of no other event of the run):
   amplification, write loss, degraded and rebuilding targets, failed drives,
   SCM fill) at the marks the runner sets (:meth:`StateRecorder.mark`: the
   run's start, each phase's start and end, each event) and periodically in
-  between from a SimPy process.  The period adapts to the run's length:
-  it starts at :data:`FIRST_INTERVAL_S` and, whenever more than
-  ``max_samples`` periodic samples are held (:data:`MAX_SAMPLES`, 200), every
-  other one is dropped and the period doubles, so a run of any length keeps
-  between ``max_samples / 2`` and ``max_samples`` periodic samples, evenly
-  spaced, besides its marks (a simulated year: a sample every 3 days, about
-  ``max_samples x log2(duration / first interval)`` status reads in all).
-  The process never keeps the environment alive: when its own wake-up would
-  be the only event left it goes dormant, and a mark or the flow network's
-  next re-solve wakes it; :meth:`StateRecorder.finish` stops it.
+  between from a SimPy process.  The period adapts to the run's length: it
+  starts at :data:`FIRST_INTERVAL_S` and, whenever more than ``max_samples``
+  periodic samples are held (:data:`MAX_SAMPLES`, 200), the period doubles
+  and the samples off its grid (every other one) are dropped, so a run of
+  any length keeps between ``max_samples / 2`` and ``max_samples`` evenly
+  spaced periodic samples besides its marks (a simulated year: one every
+  3.0 days; about ``max_samples / 2 x log2(duration / first period)``
+  status reads in all, some 2,500 for a year).  Its wake-ups are events of
+  their own, which change neither the order of the others nor any rate; the
+  status callable must only read state.  The process never keeps the
+  environment alive: when nothing else is scheduled it goes dormant, and a
+  mark or the flow network's next re-solve wakes it; :meth:`StateRecorder.finish`
+  stops it.  One wake-up may still be pending after the last other event,
+  so only a run "until nothing is left" (``sim.run()`` with no ``until``,
+  which no phase does) would see the clock stop up to one period later.
 * :class:`BandwidthRecorder` gives one phase's bandwidth and IOPS per
   interval from the flow network's cumulative user-byte counters (the limit
   ledger, :meth:`flashsim.engine.flows.FlowNetwork.limit_bytes`: every byte a
@@ -44,6 +49,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Generator, Sequence
+from itertools import pairwise
 from typing import Any
 
 import simpy
@@ -151,6 +157,7 @@ class StateRecorder:
         self.max_samples = max_samples
         self.samples: list[TimelineSample] = []
         self._periodic = 0
+        self._t0 = 0.0
         self._running = False
         self._wake: simpy.Event | None = None
 
@@ -164,6 +171,7 @@ class StateRecorder:
         if self._running:
             raise RuntimeError("StateRecorder.start: already started")
         self._running = True
+        self._t0 = self.sim.now
         self._take(label, event=False)
         self.sim.flows.add_rate_listener(self._on_rates)
         self.sim.env.process(self._sampler())
@@ -199,19 +207,16 @@ class StateRecorder:
                 self._decimate()
 
     def _decimate(self) -> None:
-        """Drop every other periodic sample and double the period."""
-        kept: list[TimelineSample] = []
-        odd = False
-        for s in self.samples:
-            if s.label:
-                kept.append(s)
-                continue
-            if odd:
-                kept.append(s)
-            odd = not odd
+        """Drop the periodic samples off the doubled period's grid, and double the period."""
+        period = 2.0 * self.interval_s
+        kept = [
+            s
+            for s in self.samples
+            if s.label or round((s.time_s - self._t0) / self.interval_s) % 2 == 0
+        ]
         self.samples = kept
         self._periodic = sum(1 for s in kept if not s.label)
-        self.interval_s *= 2.0
+        self.interval_s = period
 
     def _rouse(self) -> None:
         wake = self._wake
@@ -223,6 +228,11 @@ class StateRecorder:
         if self._wake is not None:
             self._rouse()
 
+    def _next_tick(self, now: float) -> float:
+        """The first time of the period's grid (from the start) after ``now`` (s)."""
+        k = math.floor((now - self._t0) / self.interval_s + 1e-9) + 1
+        return self._t0 + k * self.interval_s
+
     def _sampler(self) -> Generator[simpy.Event, Any, None]:
         env = self.sim.env
         while self._running:
@@ -232,7 +242,7 @@ class StateRecorder:
                 self._wake = env.event()
                 yield self._wake
                 continue
-            yield env.timeout(self.interval_s)
+            yield env.timeout(self._next_tick(self.sim.now) - self.sim.now)
             if self._running:
                 self._take("", event=False)
 
@@ -312,7 +322,7 @@ class BandwidthRecorder:
         if b1 - b0 <= 0.0:
             return self._phase_mean(result, t0, t1, ops_per_B)
         out: list[BandwidthSample] = []
-        for (ta, ba, _), (tb, bb, _) in zip(self.readings, self.readings[1:], strict=False):
+        for (ta, ba, _), (tb, bb, _) in pairwise(self.readings):
             if tb <= ta:
                 continue
             moved = max(bb - ba, 0.0)
