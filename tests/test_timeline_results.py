@@ -29,6 +29,7 @@ from flashsim.measure.timeline import (
     MAX_WINDOWS,
     PHASE_MEAN,
     BandwidthRecorder,
+    RunTimeline,
     StateRecorder,
     rebuild_windows,
     same_state,
@@ -412,3 +413,75 @@ def test_recorders_on_a_real_lustre_system() -> None:
     assert all(s.state["targets"] == system.target_count() for s in timeline)
     run = RunResult("x", "perlmutter", 1, "flow", 0.0, [result], timeline, samples)
     json.dumps(run.to_dict(), allow_nan=False)
+
+
+# ------------------------------------------------------------------ as the runner drives it
+def _run_like_the_runner(path: Path, event_at: float | None = None) -> tuple[RunResult, RunResult]:
+    """Run a scenario's phases in order as ``scenario.run_loaded`` does, with a RunTimeline;
+    return the result with the series and the same result without them."""
+    from flashsim.scenario import load_scenario
+
+    loaded = load_scenario(path)
+    sim = Simulation(loaded.spec.seed)
+    built = loaded.system.kind.build(loaded.system.model, sim, loaded.spec.fidelity)
+    recorders = RunTimeline(sim, built.status)
+    recorders.start()
+    if event_at is not None:
+        _at(sim, event_at, lambda: recorders.event("trim all"))
+    phases = []
+    for phase in loaded.phases:
+        start_s = sim.now
+        start_state = recorders.phase_start(phase.name)
+        result = built.run_phase(phase)
+        result = dataclasses.replace(result, start_s=start_s, start_state=start_state)
+        recorders.phase_end(phase.name, result)
+        phases.append(result)
+    timeline, bandwidth = recorders.finish()
+    run = RunResult(loaded.spec.name, "demo", 1, "flow", 0.0, phases, timeline, bandwidth)
+    return run, dataclasses.replace(run, timeline=[], bandwidth=[])
+
+
+def test_run_timeline_as_the_runner_drives_it() -> None:
+    run, bare = _run_like_the_runner(ROOT / "scenarios/examples/pipeline-streams.toml")
+    names = [p.name for p in run.phases]
+    assert names == ["bandwidth", "iops"]
+    labels = [s.label for s in run.timeline if s.label]
+    assert labels == [
+        "start",
+        "bandwidth: start",
+        "bandwidth: end",
+        "iops: start",
+        "iops: end",
+        "end",
+    ]
+    assert run.phases[0].start_state == run.timeline[1].state
+    for p in run.phases:
+        own = [b for b in run.bandwidth if b.phase == p.name]
+        assert own and own[0].start_s == p.start_s
+        assert sum(b.bytes_B for b in own) == pytest.approx(p.bytes_B, rel=1e-9)
+    # Nothing changed and no event: the text is as it was without the series.
+    assert format_run_text(run) == format_run_text(bare)
+    json.dumps(run.to_dict(), allow_nan=False)
+
+
+def test_an_event_puts_the_timeline_in_the_text() -> None:
+    run, bare = _run_like_the_runner(
+        ROOT / "scenarios/examples/pipeline-streams.toml", event_at=0.5
+    )
+    (event,) = [s for s in run.timeline if s.event]
+    assert (event.time_s, event.label) == (0.5, "trim all")
+    text = format_run_text(run)
+    assert text.startswith(format_run_text(bare))
+    tail = text.split("timeline (simulated time; the system's state):\n")[1].splitlines()
+    assert [line.split()[2] for line in tail] == ["start", "trim", "end"]
+
+
+def test_run_timeline_refuses_a_phase_started_twice() -> None:
+    sim = Simulation(0)
+    recorders = RunTimeline(sim, FakeSystem(sim).status)
+    recorders.start()
+    recorders.phase_start("p")
+    with pytest.raises(ValueError, match="'p' started twice"):
+        recorders.phase_start("p")
+    timeline, bandwidth = recorders.finish()  # a run stopped mid-phase
+    assert bandwidth == [] and timeline[-1].label == "end"

@@ -301,6 +301,12 @@ class BandwidthRecorder:
             self.readings = [first, *middle[1::2], last]
             self.window_s *= 2.0
 
+    def cancel(self) -> None:
+        """Stop listening without a result (the run stopped mid-phase)."""
+        if self._listening:
+            self.sim.flows.remove_rate_listener(self._on_rates)
+            self._listening = False
+
     def finish(self, result: PhaseResult) -> list[BandwidthSample]:
         """The phase ended now with ``result``: its bandwidth per interval, in time order."""
         if self._listening:
@@ -343,3 +349,66 @@ class BandwidthRecorder:
         if rate == 0.0 and math.isfinite(result.iops) and result.iops > 0:
             iops = result.iops
         return [BandwidthSample(self.phase, t0, end, rate * (end - t0), rate, iops, PHASE_MEAN)]
+
+
+class RunTimeline:
+    """Both recorders of one run, behind the calls a scenario runner makes.
+
+    ``start()`` when the system is built; ``phase_start(name)`` and
+    ``phase_end(name, result)`` around each phase (phases may overlap: each
+    has its own :class:`BandwidthRecorder`, by name); ``event(label)`` when an
+    event acts; ``finish()`` at the end, for ``RunResult.timeline`` and
+    ``RunResult.bandwidth``.
+
+    Parameters
+    ----------
+    sim : Simulation
+        The run's simulation.
+    status : callable
+        The built system's ``status`` (:meth:`flashsim.systems.base.BuiltSystem.status`).
+    interval_s : float, optional
+        Fixed state-sampling period (s); ``None`` adapts it (:class:`StateRecorder`).
+    """
+
+    def __init__(
+        self,
+        sim: Simulation,
+        status: Callable[[], SystemStatus],
+        interval_s: float | None = None,
+    ) -> None:
+        self.sim = sim
+        self.state = StateRecorder(sim, status, interval_s)
+        self.bandwidth: list[BandwidthSample] = []
+        self._phases: dict[str, BandwidthRecorder] = {}
+
+    def start(self) -> None:
+        """The run starts now (its first state sample, the periodic sampler)."""
+        self.state.start()
+
+    def phase_start(self, name: str) -> dict[str, Any]:
+        """Phase ``name`` starts now; returns the state then (``PhaseResult.start_state``)."""
+        if name in self._phases:
+            raise ValueError(f"phases: {name!r} started twice without ending")
+        self.state.mark(f"{name}: start")
+        recorder = BandwidthRecorder(self.sim, name)
+        recorder.start()
+        self._phases[name] = recorder
+        return dict(self.state.samples[-1].state)
+
+    def phase_end(self, name: str, result: PhaseResult) -> None:
+        """Phase ``name`` ended now with ``result``."""
+        recorder = self._phases.pop(name, None)
+        if recorder is not None:
+            self.bandwidth.extend(recorder.finish(result))
+        self.state.mark(f"{name}: end")
+
+    def event(self, label: str) -> None:
+        """An event acted now (a failure, a TRIM, a reset ...), named ``label``."""
+        self.state.mark(label, event=True)
+
+    def finish(self) -> tuple[list[TimelineSample], list[BandwidthSample]]:
+        """The run ended: the state samples and every phase's bandwidth samples."""
+        for recorder in self._phases.values():  # a run stopped mid-phase
+            recorder.cancel()
+        self._phases.clear()
+        return self.state.finish(), list(self.bandwidth)
