@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import matplotlib
 import pytest
@@ -72,11 +73,14 @@ def test_plot_timeline_draws_bandwidth_and_state_with_units() -> None:
     try:
         ax_bw, ax_state = fig.axes[0], fig.axes[1]
         assert ax_bw.get_ylabel() == "bandwidth (GB/s)"
-        assert {"checkpoint@1d", "checkpoint@8d", "phase mean"} <= _labels(ax_bw)
+        assert _labels(ax_bw) == {"checkpoint", "checkpoint: mean of each run"}
         assert ax_state.get_xlabel() == "simulated time (days)"
         assert ax_state.get_ylabel() == "write amplification"
-        right = fig.axes[2]  # the state panel's twin
-        assert right.get_ylabel() == "drives down, targets rebuilding, SCM fill (%)"
+        counts, fill = fig.axes[2], fig.axes[3]  # the state panel's twins
+        assert counts.get_ylabel() == "drives down, targets rebuilding"
+        assert fill.get_ylabel() == "SCM fill (%)" and fill.get_ylim() == (0.0, 100.0)
+        (pct,) = fill.get_lines()
+        assert list(pct.get_ydata()) == pytest.approx([40.0] * 4)
         legend = ax_state.get_legend()
         assert legend is not None
         names = [t.get_text() for t in legend.get_texts()]
@@ -87,9 +91,16 @@ def test_plot_timeline_draws_bandwidth_and_state_with_units() -> None:
             "SCM fill (%)",
         ]
         # The probe's line is at its bandwidth in GB/s, at its day.
-        probe = next(line for line in ax_bw.get_lines() if line.get_label() == "checkpoint@8d")
-        assert list(probe.get_ydata()) == pytest.approx([3000.0, 3000.0])
-        assert probe.get_xdata()[0] == pytest.approx(8.0)
+        (probe,) = [line for line in ax_bw.get_lines() if line.get_label() == "checkpoint"]
+        y = list(probe.get_ydata())
+        assert y[:2] == pytest.approx([5000.0, 5000.0]) and math.isnan(y[2])
+        assert y[3:] == pytest.approx([3000.0, 3000.0])  # the runs, not joined
+        assert probe.get_xdata()[3] == pytest.approx(8.0)
+        (means,) = [
+            line for line in ax_bw.get_lines() if "mean of each run" in str(line.get_label())
+        ]
+        assert list(means.get_xdata()) == pytest.approx([1.0, 8.0])
+        assert list(means.get_ydata()) == pytest.approx([5000.0, 3000.0])
         wa = next(line for line in ax_state.get_lines() if "write amp" in str(line.get_label()))
         assert list(wa.get_ydata()) == pytest.approx([1.0, 1.0, 1.8, 2.4])
         # Rebuild windows shade the state panel in its unit (days).
@@ -110,7 +121,8 @@ def test_plot_timeline_on_one_given_axes_and_without_scm() -> None:
         assert ax.get_ylabel() == "bandwidth (GB/s)"
         labels = [a.get_ylabel() for a in fig.axes]
         assert "write amplification" in labels
-        assert "drives down, targets rebuilding" in labels  # no SCM fill without tiers
+        assert "drives down, targets rebuilding" in labels
+        assert "SCM fill (%)" not in labels  # no SCM fill without tiers
     finally:
         plt.close(fig)
 
@@ -120,3 +132,18 @@ def test_time_unit_suits_the_run() -> None:
     assert time_unit(600.0) == (60.0, "min")
     assert time_unit(5 * 3600.0) == (3600.0, "h")
     assert time_unit(365 * DAY) == (DAY, "days")
+
+
+def test_a_phase_without_intervals_is_a_marker_at_its_mean() -> None:
+    phase = dataclasses.replace(
+        PhaseResult("iops", "read", 2e9, 5e5, 8, 4096.0, 4.0, 8e9), start_s=30.0
+    )
+    result = RunResult("s", "sys", 0, "request", 0.1, [phase], [_sample(0.0), _sample(40.0)], [])
+    fig = plot_timeline(result)
+    try:
+        (mark,) = fig.axes[0].get_lines()
+        assert mark.get_label() == "phase mean"
+        assert (list(mark.get_xdata()), list(mark.get_ydata())) == ([30.0], [2.0])
+        assert fig.axes[1].get_xlabel() == "simulated time (s)"
+    finally:
+        plt.close(fig)

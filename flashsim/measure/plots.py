@@ -2,8 +2,9 @@
 
 matplotlib is imported when a plot is drawn, never with :mod:`flashsim.cli`.
 :func:`plot_timeline` draws a :class:`~flashsim.measure.results.RunResult`'s
-``bandwidth`` (GB/s per phase, a step per interval, and each phase's own
-mean as a marker at its start: a repeated probe's points over the run) and
+``bandwidth`` (GB/s, a step per interval, one line per phase: the runs of a
+repeated phase, ``checkpoint@7d``, on one line, with each run's mean as a
+marker at its start, the probe's points over the run) and
 its ``timeline`` (mean write amplification; drives down and targets
 rebuilding; SCM fill in %), on two stacked panels sharing the time axis;
 :func:`mark_windows` shades spans given in seconds (rebuild windows,
@@ -13,6 +14,7 @@ unit that suits the run's length (s, min, h or days).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -93,23 +95,50 @@ def _figure(ax: Axes) -> Figure:
     return fig
 
 
+def base_name(phase: str) -> str:
+    """The name of a repeated phase's runs, ``checkpoint`` for ``checkpoint@7d``."""
+    return phase.split("@", 1)[0]
+
+
 def _draw_bandwidth(ax: Axes, result: RunResult, scale: float) -> None:
-    """Each phase's bandwidth (GB/s): a step per interval, its mean as a marker."""
-    phases: dict[str, list[tuple[float, float, float]]] = {}
+    """Bandwidth (GB/s): a step per interval, one line per phase (a repeated phase's runs
+    on one line, NaN-separated); a repeated phase's mean per run as connected markers; a
+    phase without intervals as a marker at its mean."""
+    steps: dict[str, tuple[list[float], list[float]]] = {}
     for b in result.bandwidth:
-        phases.setdefault(b.phase, []).append((b.start_s, b.end_s, b.bandwidth_Bps))
-    for name, rows in phases.items():
-        xs: list[float] = []
-        ys: list[float] = []
-        for start, end, rate in rows:
-            xs.extend([start / scale, end / scale])
-            ys.extend([rate / 1e9, rate / 1e9])
+        xs, ys = steps.setdefault(base_name(b.phase), ([], []))
+        if xs and xs[-1] != b.start_s / scale:
+            xs.append(float("nan"))
+            ys.append(float("nan"))
+        xs.extend([b.start_s / scale, b.end_s / scale])
+        ys.extend([b.bandwidth_Bps / 1e9, b.bandwidth_Bps / 1e9])
+    for name, (xs, ys) in steps.items():
         ax.plot(xs, ys, label=name, linewidth=1.2)
-    means = [(p.start_s, p.bandwidth_Bps) for p in result.phases if p.start_s is not None]
-    if means and len(phases) != len(result.phases):
+    timed = [
+        p
+        for p in result.phases
+        if p.start_s is not None and math.isfinite(p.bandwidth_Bps) and p.bandwidth_Bps > 0
+    ]
+    runs: dict[str, list[tuple[float, float]]] = {}
+    for p in timed:
+        runs.setdefault(base_name(p.name), []).append((p.start_s or 0.0, p.bandwidth_Bps))
+    lone: list[tuple[float, float]] = []
+    for name, points in runs.items():
+        if len(points) > 1:
+            ax.plot(
+                [t / scale for t, _ in points],
+                [bw / 1e9 for _, bw in points],
+                linestyle=":",
+                marker="o",
+                markersize=3,
+                label=f"{name}: mean of each run",
+            )
+        elif name not in steps:
+            lone.extend(points)
+    if lone:
         ax.plot(
-            [t / scale for t, _ in means],
-            [bw / 1e9 for _, bw in means],
+            [t / scale for t, _ in lone],
+            [bw / 1e9 for _, bw in lone],
             linestyle="none",
             marker="o",
             markersize=3,
@@ -117,38 +146,46 @@ def _draw_bandwidth(ax: Axes, result: RunResult, scale: float) -> None:
             label="phase mean",
         )
     ax.set_ylabel("bandwidth (GB/s)")
-    if phases or means:
+    if steps or runs:
         ax.legend(loc="best", fontsize="small")
 
 
 def _draw_state(ax: Axes, result: RunResult, scale: float, offset: bool = False) -> None:
-    """Mean WA (left axis); drives down, rebuilding targets and SCM fill % (right axis).
+    """Mean WA (left axis); drives down and targets rebuilding (a right axis, counts); SCM
+    fill in % (a second right axis, 0-100, only for tiered targets).
 
-    ``offset``: ``ax`` is itself a twin on the right, so the counts' axis is moved
+    ``offset``: ``ax`` is itself a twin on the right, so the added right axes are moved
     further right to stay readable.
     """
+    from matplotlib.ticker import MaxNLocator
+
     samples = result.timeline
     t = [s.time_s / scale for s in samples]
     wa = [s.state.get("mean_write_amplification", 1.0) for s in samples]
     (wa_line,) = ax.step(t, wa, where="post", color="tab:blue", label="mean write amplification")
     ax.set_ylabel("write amplification")
-    right = ax.twinx()
+    shift = 0.12 if offset else 0.0
+    counts = ax.twinx()
     if offset:
-        right.spines["right"].set_position(("axes", 1.12))
+        counts.spines["right"].set_position(("axes", 1.0 + shift))
     lines = [wa_line]
     down = [float(s.state.get("failed_drives", 0)) for s in samples]
     rebuilding = [float(len(s.state.get("rebuilding_targets") or ())) for s in samples]
-    lines += right.step(t, down, where="post", color="tab:red", label="drives down")
-    lines += right.step(
+    lines += counts.step(t, down, where="post", color="tab:red", label="drives down")
+    lines += counts.step(
         t, rebuilding, where="post", color="tab:orange", linestyle="--", label="targets rebuilding"
     )
-    label = "drives down, targets rebuilding"
+    counts.set_ylabel("drives down, targets rebuilding")
+    counts.set_ylim(bottom=0.0, top=max([*down, *rebuilding, 1.0]) * 1.1)
+    counts.yaxis.set_major_locator(MaxNLocator(integer=True))
     fills = [s.state.get("buffer_fill") for s in samples]
     if any(f is not None for f in fills):
+        fill_ax = ax.twinx()
+        fill_ax.spines["right"].set_position(("axes", 1.12 + shift))
         pct = [100.0 * f if f is not None else float("nan") for f in fills]
-        lines += right.step(t, pct, where="post", color="tab:green", label="SCM fill (%)")
-        label += ", SCM fill (%)"
-    right.set_ylabel(label)
+        lines += fill_ax.step(t, pct, where="post", color="tab:green", label="SCM fill (%)")
+        fill_ax.set_ylabel("SCM fill (%)")
+        fill_ax.set_ylim(0.0, 100.0)
     ax.legend(lines, [str(line.get_label()) for line in lines], loc="best", fontsize="small")
 
 
