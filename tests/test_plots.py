@@ -11,6 +11,8 @@ import pytest
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.lines import Line2D
 
 from flashsim.components.target_state import SystemStatus
 from flashsim.measure.plots import mark_windows, plot_timeline, time_unit
@@ -62,6 +64,14 @@ def _result(scm: bool) -> RunResult:
     return RunResult("year", "perlmutter", 0, "flow", 1.0, phases, timeline, bandwidth)
 
 
+def _xs(line: Line2D) -> list[float]:
+    return [float(v) for v in np.asarray(line.get_xdata(), dtype=float)]
+
+
+def _ys(line: Line2D) -> list[float]:
+    return [float(v) for v in np.asarray(line.get_ydata(), dtype=float)]
+
+
 def _labels(ax: object) -> set[str]:
     _handles, labels = ax.get_legend_handles_labels()  # type: ignore[attr-defined]
     return set(labels)
@@ -80,7 +90,7 @@ def test_plot_timeline_draws_bandwidth_and_state_with_units() -> None:
         assert counts.get_ylabel() == "drives down, targets rebuilding"
         assert fill.get_ylabel() == "SCM fill (%)" and fill.get_ylim() == (0.0, 100.0)
         (pct,) = fill.get_lines()
-        assert list(pct.get_ydata()) == pytest.approx([40.0] * 4)
+        assert _ys(pct) == pytest.approx([40.0] * 4)
         legend = ax_state.get_legend()
         assert legend is not None
         names = [t.get_text() for t in legend.get_texts()]
@@ -92,17 +102,17 @@ def test_plot_timeline_draws_bandwidth_and_state_with_units() -> None:
         ]
         # The probe's line is at its bandwidth in GB/s, at its day.
         (probe,) = [line for line in ax_bw.get_lines() if line.get_label() == "checkpoint"]
-        y = list(probe.get_ydata())
+        y = _ys(probe)
         assert y[:2] == pytest.approx([5000.0, 5000.0]) and math.isnan(y[2])
         assert y[3:] == pytest.approx([3000.0, 3000.0])  # the runs, not joined
-        assert probe.get_xdata()[3] == pytest.approx(8.0)
+        assert _xs(probe)[3] == pytest.approx(8.0)
         (means,) = [
             line for line in ax_bw.get_lines() if "mean of each run" in str(line.get_label())
         ]
-        assert list(means.get_xdata()) == pytest.approx([1.0, 8.0])
-        assert list(means.get_ydata()) == pytest.approx([5000.0, 3000.0])
+        assert _xs(means) == pytest.approx([1.0, 8.0])
+        assert _ys(means) == pytest.approx([5000.0, 3000.0])
         wa = next(line for line in ax_state.get_lines() if "write amp" in str(line.get_label()))
-        assert list(wa.get_ydata()) == pytest.approx([1.0, 1.0, 1.8, 2.4])
+        assert _ys(wa) == pytest.approx([1.0, 1.0, 1.8, 2.4])
         # Rebuild windows shade the state panel in its unit (days).
         spans = rebuild_windows(result.timeline)
         assert spans == [(3 * DAY, 5 * DAY)]
@@ -143,7 +153,7 @@ def test_a_phase_without_intervals_is_a_marker_at_its_mean() -> None:
     try:
         (mark,) = fig.axes[0].get_lines()
         assert mark.get_label() == "phase mean"
-        assert (list(mark.get_xdata()), list(mark.get_ydata())) == ([30.0], [2.0])
+        assert (_xs(mark), _ys(mark)) == ([30.0], [2.0])
         assert fig.axes[1].get_xlabel() == "simulated time (s)"
     finally:
         plt.close(fig)
