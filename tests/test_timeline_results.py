@@ -112,6 +112,23 @@ def test_state_recorder_marks_and_periodic_samples() -> None:
     assert samples[-1].state["mean_write_amplification"] == pytest.approx((2.0 + 3) / 4)
 
 
+def test_a_mark_on_a_periodic_tick_is_one_sample() -> None:
+    """Whichever comes first at an instant, a mark and a periodic tick make one sample."""
+    sim = Simulation(0)
+    system = FakeSystem(sim)
+    rec = StateRecorder(sim, system.status, interval_s=1.0)
+    rec.start()
+    _at(sim, 3.0, lambda: rec.mark("before"))
+    sim.run(3.5)
+    _at(sim, 4.0, lambda: rec.mark("after"))
+    sim.run(5.5)
+    samples = rec.finish()
+    times = [s.time_s for s in samples]
+    assert times == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 5.5]
+    assert [s.label for s in samples if s.time_s in (3.0, 4.0)] == ["before", "after"]
+    assert system.calls <= len(samples) + 2
+
+
 def test_adaptive_period_bounds_the_samples_of_a_long_run() -> None:
     """A simulated year keeps max/2..max evenly spaced periodic samples, in bounded reads."""
     sim = Simulation(0)

@@ -192,10 +192,12 @@ class StateRecorder:
 
     # ------------------------------------------------------------------ internals
     def _take(self, label: str, event: bool) -> None:
+        if not label and self.samples and self.samples[-1].time_s == self.sim.now:
+            return  # a periodic sample at the instant of the last sample adds nothing
         state = self.status().to_dict()
         sample = TimelineSample(self.sim.now, label, event, state)
         last = self.samples[-1] if self.samples else None
-        if last is not None and not last.label and last.time_s == sample.time_s and label:
+        if last is not None and last.time_s == sample.time_s and not last.label:
             # A mark at the instant of a periodic sample replaces it.
             self.samples[-1] = sample
             self._periodic -= 1
