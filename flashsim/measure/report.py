@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 from flashsim.measure.results import PhaseResult, ResourceLoad, RunResult
+from flashsim.measure.timeline import same_state, status_from_dict
 from flashsim.systems.base import Description
 from flashsim.units import MIB, format_quantity
 from flashsim.workloads.ior import IorDetails, IorRepetition
@@ -66,6 +67,9 @@ def format_run_text(result: RunResult, process_wall_s: float | None = None) -> s
     ior = format_run_ior_text(result)
     if ior:
         lines.extend(["", ior])
+    timeline = format_timeline(result)
+    if timeline:
+        lines.extend(["", timeline])
     return "\n".join(lines)
 
 
@@ -228,6 +232,50 @@ def format_intervals(result: RunResult) -> str:
         lines.append(f"{p.name:<{width}} {rows[0]}")
         lines.extend(f"{'':<{width}} {row}" for row in rows[1:])
     return "\n".join(lines)
+
+
+#: Event marks the timeline summary lists before it says how many more there are.
+LISTED_EVENTS = 20
+
+
+def when(time_s: float) -> str:
+    """A simulated time for people: seconds below 2 min, then min, h, days (``"7.00 d"``)."""
+    for scale, unit in ((86400.0, "d"), (3600.0, "h"), (60.0, "min")):
+        if abs(time_s) >= 2 * scale:
+            return f"{time_s / scale:.2f} {unit}"
+    return f"{time_s:.4g} s"
+
+
+def format_timeline(result: RunResult) -> str:
+    """The system's state at the run's start, at each event and at its end, one line each.
+
+    ``time  mark  state`` with :meth:`~flashsim.components.target_state.SystemStatus.summary`
+    (write amplification, write loss, drives down and rebuilding, SCM fill).
+    Empty (so the run's text is as before) unless the run had events or its
+    state changed; the event lines stop at :data:`LISTED_EVENTS` (``--json``
+    and ``RunResult.timeline_dataframe()`` hold every sample).
+    """
+    samples = result.timeline
+    if not samples:
+        return ""
+    events = [s for s in samples if s.event]
+    first, last = samples[0], samples[-1]
+    changed = any(not same_state(first.state, s.state) for s in samples[1:])
+    if not events and not changed:
+        return ""
+    listed = [s for s in events[:LISTED_EVENTS] if s is not first]
+    closing = [] if last is first or any(s is last for s in listed) else [last]
+    rows = [
+        (when(s.time_s), s.label or "-", status_from_dict(s.state).summary())
+        for s in [first, *listed, *closing]
+    ]
+    w_time = max(len(r[0]) for r in rows)
+    w_mark = max([12, *(len(r[1]) for r in rows)])
+    lines = [f"  {t:>{w_time}}  {m:<{w_mark}}  {state}" for t, m, state in rows]
+    more = len(events) - LISTED_EVENTS
+    if more > 0:
+        lines.insert(1 + len(listed), f"  ... (+{more} more events; --json lists them all)")
+    return "\n".join(["timeline (simulated time; the system's state):", *lines])
 
 
 def _num(value: float, spec: str) -> str:

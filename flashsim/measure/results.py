@@ -239,9 +239,109 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+#: The state columns of :meth:`RunResult.timeline_dataframe`: the fields of
+#: :class:`flashsim.components.target_state.SystemStatus` but its time (a test checks).
+TIMELINE_STATE_COLUMNS = (
+    "targets",
+    "mean_write_amplification",
+    "max_write_amplification",
+    "mean_write_loss",
+    "degraded_targets",
+    "rebuilding_targets",
+    "failed_drives",
+    "data_lost_targets",
+    "buffer_fill",
+)
+
+
+@dataclass(frozen=True)
+class TimelineSample:
+    """The system's target state at one simulated moment of a run.
+
+    Recorded by :class:`flashsim.measure.timeline.StateRecorder`: at the marks
+    the scenario runner sets (the run's start and end, each phase's start and
+    end, each event) and periodically in between.
+
+    Attributes
+    ----------
+    time_s : float
+        Simulated time from the run's start (s).
+    label : str
+        What the mark was (``"start"``, ``"checkpoint: start"``, an event's
+        name), or ``""`` for a periodic sample.
+    event : bool
+        Whether the mark is an event of the scenario (a failure, a TRIM ...).
+    state : dict
+        :meth:`flashsim.components.target_state.SystemStatus.to_dict` then:
+        mean and max write amplification, mean write loss, degraded,
+        rebuilding and data-lost target indices, failed drives, SCM fill.
+    """
+
+    time_s: float
+    label: str
+    event: bool
+    state: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form: ``time_s``, ``label``, ``event`` and the state's fields, flat."""
+        state = {k: _jsonable(v) for k, v in self.state.items() if k != "time_s"}
+        return {"time_s": self.time_s, "label": self.label, "event": self.event, **state}
+
+
+@dataclass(frozen=True)
+class BandwidthSample:
+    """A phase's bandwidth and IOPS over one interval of simulated time.
+
+    Recorded by :class:`flashsim.measure.timeline.BandwidthRecorder`.
+
+    Attributes
+    ----------
+    phase : str
+        The phase's name (a repeated phase's ``name@time``).
+    start_s, end_s : float
+        The interval, in simulated seconds from the run's start (s).
+    bytes_B : float
+        User bytes moved in the interval (B).
+    bandwidth_Bps : float
+        ``bytes_B`` over the interval's length (bytes/s).
+    iops : float or None
+        Operations/s: the bandwidth times the phase's own operations per byte
+        (``PhaseResult.iops / PhaseResult.bandwidth_Bps``); ``None`` when the
+        phase reports no operation rate.
+    source : str
+        ``"flows"``: the flow network's byte counters (every flow that moved
+        then, so with overlapping phases or background traffic, a rebuild or
+        TRIM, those bytes count too); ``"phase mean"``: the phase's own mean
+        over its run (a phase that moved no flow: request fidelity, an
+        analytic study).
+    """
+
+    phase: str
+    start_s: float
+    end_s: float
+    bytes_B: float
+    bandwidth_Bps: float
+    iops: float | None
+    source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-able form (field names as keys; non-finite floats as ``None``)."""
+        return {k: _jsonable(v) for k, v in asdict(self).items()}
+
+
 @dataclass
 class RunResult:
-    """All phases of one scenario run."""
+    """All phases of one scenario run.
+
+    Attributes
+    ----------
+    timeline : list of TimelineSample
+        The system's state over the run, in time order (empty when the run
+        recorded none).
+    bandwidth : list of BandwidthSample
+        Each phase's bandwidth and IOPS per interval, phase by phase, each in
+        time order.
+    """
 
     scenario: str
     system: str
@@ -249,6 +349,8 @@ class RunResult:
     fidelity: str
     wall_time_s: float
     phases: list[PhaseResult]
+    timeline: list[TimelineSample] = field(default_factory=list)
+    bandwidth: list[BandwidthSample] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``flashsim run --json`` object."""
@@ -259,7 +361,32 @@ class RunResult:
             "fidelity": self.fidelity,
             "wall_time_s": self.wall_time_s,
             "phases": [p.to_dict() for p in self.phases],
+            "timeline": [s.to_dict() for s in self.timeline],
+            "bandwidth": [s.to_dict() for s in self.bandwidth],
         }
+
+    def timeline_dataframe(self) -> pd.DataFrame:
+        """The system's state over time: one row per :class:`TimelineSample`.
+
+        Columns ``time_s``, ``label``, ``event`` and the state's fields
+        (``mean_write_amplification``, ``failed_drives``, ``buffer_fill`` ...;
+        target index lists as lists).
+        """
+        import pandas as pd
+
+        columns = ["time_s", "label", "event", *TIMELINE_STATE_COLUMNS]
+        return pd.DataFrame([s.to_dict() for s in self.timeline], columns=columns)
+
+    def bandwidth_dataframe(self) -> pd.DataFrame:
+        """Each phase's bandwidth over time: one row per :class:`BandwidthSample`.
+
+        Columns ``phase``, ``start_s``, ``end_s`` (from the run's start),
+        ``bytes_B``, ``bandwidth_Bps``, ``iops``, ``source``.
+        """
+        import pandas as pd
+
+        columns = [f.name for f in fields(BandwidthSample)]
+        return pd.DataFrame([s.to_dict() for s in self.bandwidth], columns=columns)
 
     def to_dataframe(self) -> pd.DataFrame:
         """One row per phase, scalar extras as columns."""
