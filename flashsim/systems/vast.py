@@ -53,6 +53,7 @@ from flashsim.systems.vast_system import VastSystem
 from flashsim.tasks import run_tasks
 from flashsim.workloads.io500 import Io500Target
 from flashsim.workloads.ior import IorTarget
+from flashsim.workloads.production import ProductionTarget
 from flashsim.workloads.replay import JobTarget
 
 __all__ = [
@@ -79,7 +80,7 @@ class VastKind(SystemKind):
     kind = "vast"
     model_type = VastModel
     built_type = VastSystem
-    implements = (IorTarget, Io500Target, JobTarget)
+    implements = (IorTarget, Io500Target, JobTarget, ProductionTarget)
     own_phases = (
         VastIorPhase,
         VastGridPhase,

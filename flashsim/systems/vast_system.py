@@ -46,6 +46,7 @@ from flashsim.workloads.io500 import Io500Phase, run_io500
 from flashsim.workloads.ior import IorDetails, IorPhase, IorRunner, RankStream
 from flashsim.workloads.jobs import JobsPhase, run_jobs
 from flashsim.workloads.mix_phase import MixPhase, run_mix
+from flashsim.workloads.production import ProductionPhase, run_production
 
 #: ``runner(model, phase, seed, fidelity)``: a study phase's summary as one phase result.
 StudyRunner = Callable[[VastModel, Any, int, str], PhaseResult]
@@ -229,6 +230,8 @@ class VastSystem(VastJobs, VastIo500):
             if isinstance(phase, MixPhase):
                 return run_mix(self, phase, fidelity, self.sim.seed)
             return run_jobs(self, phase, fidelity, self.sim.seed, self._fresh)
+        if isinstance(phase, ProductionPhase):
+            return run_production(self, phase)
         if isinstance(phase, VastEndurancePhase):
             return run_endurance(self, phase)
         if isinstance(phase, VastRebuildPhase):
