@@ -63,7 +63,7 @@ class EventTime(StrictModel):
     edge: Literal["start", "end"] = Field(
         "start", description="Which edge of the phase relative_to names."
     )
-    offset: NonNegativeSeconds = Field(0.0, description="Time after that edge (s).")
+    offset: NonNegativeSeconds = Field("0 s", description="Time after that edge (s).")
 
     @model_validator(mode="after")
     def _one_time(self) -> EventTime:
