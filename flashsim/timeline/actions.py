@@ -39,7 +39,7 @@ def _as_config_error(exc: ValueError, path: Path, index: int, event: EventSpec) 
     key, sep, message = str(exc).partition(": ")
     if not sep or " " in key:
         key, message = "action", str(exc)
-    key = re.sub(r"\[(\d+)\]", r".\1", {"index": "target"}.get(key, key))
+    key = re.sub(r"\[(\d+)\]", r".\1", {"index": "target", "background": "name"}.get(key, key))
     value = getattr(event, key, MISSING)
     return ConfigError(str(path), f"events.{index}.{key}", value, message)
 
@@ -147,9 +147,9 @@ def apply(event: EventSpec, built: BuiltSystem, path: Path, index: int) -> None:
             targets = target_indices(built, event.targets)
             built.sim.env.process(_trim_every(built.sim.env, built, targets, event.every))
         elif isinstance(event, BackgroundStart):
-            built.start_background(event.background, event.jobs)
+            built.start_background(event.name, event.jobs)
         elif isinstance(event, BackgroundStop):
-            built.stop_background(event.background)
+            built.stop_background(event.name)
         elif isinstance(event, SetCapacity):
             set_capacity(built, event)
         elif isinstance(event, Reset):

@@ -18,7 +18,8 @@ run's end; an event has one instant, its firing) and ``offset = "30 s"``
 ``background-start`` (``name``, ``jobs``: tables as the model's ``fabric.background``)
     Fabric background traffic starts, under the label ``name``.
 ``background-stop`` (``name``)
-    The background traffic started under ``name`` stops.
+    The background traffic started under ``name`` stops (the one event name
+    that may repeat another's).
 ``set-capacity`` (``resource``: a glob over flow-resource names; ``factor`` or ``capacity``)
     The matching resources' capacities are multiplied by ``factor`` (bandwidth
     and operation rate alike), or their bandwidth set to ``capacity`` (bytes/s).
@@ -109,8 +110,8 @@ class BackgroundStart(EventTime):
     """``action = "background-start"``: fabric background traffic starts."""
 
     action: Literal["background-start"]
-    background: Annotated[str, Field(min_length=1)] = Field(
-        description="Label of the traffic, for background-stop."
+    name: Annotated[str, Field(min_length=1)] = Field(  # type: ignore[assignment]
+        description="Label of the traffic (background-stop names it again) and of the event."
     )
     jobs: Annotated[list[BackgroundJobSpec], Field(min_length=1)] = Field(
         description="Jobs, as the model's fabric.background tables."
@@ -121,7 +122,7 @@ class BackgroundStop(EventTime):
     """``action = "background-stop"``: the background traffic of a label stops."""
 
     action: Literal["background-stop"]
-    background: Annotated[str, Field(min_length=1)] = Field(
+    name: Annotated[str, Field(min_length=1)] = Field(  # type: ignore[assignment]
         description="Label given at background-start."
     )
 
@@ -164,31 +165,29 @@ EventSpec = Annotated[
 ]
 
 
-def _renamed(raw: Any) -> Any:
-    """A background event's ``name`` is its traffic's label: key ``background`` in the model."""
-    if isinstance(raw, dict) and raw.get("action") in ("background-start", "background-stop"):
-        out = dict(raw)
-        if "background" not in out and "name" in out:
-            out["background"] = out.pop("name")
-        return out
-    return raw
-
-
 def load_events(raw: list[Any], path: Path, phase_names: list[str]) -> list[EventSpec]:
     """Validate the ``[[events]]`` tables and the names they refer to.
 
-    A background event's ``name`` labels its traffic (``background-stop``
-    names it again), so such an event cannot itself be ``relative_to``'d.
-    Errors are :class:`~flashsim.config.ConfigError` naming ``events.<i>.<key>``.
+    Event names are unique, except that a ``background-stop`` repeats the
+    ``name`` (the traffic's label) of its ``background-start``; ``relative_to``
+    such a name means the start.  Errors are :class:`~flashsim.config.ConfigError` naming ``events.<i>.<key>``.
     """
     events: list[EventSpec] = []
     for i, table in enumerate(raw):
-        data = _renamed(table)
-        event = validate(EventSpec, data, path, key_prefix=f"events.{i}")
+        event = validate(EventSpec, table, path, key_prefix=f"events.{i}")
         events.append(event)
     seen: dict[str, int] = {}
     for i, event in enumerate(events):
         if event.name is None:
+            continue
+        if isinstance(event, BackgroundStop):
+            if not isinstance(events[seen.get(event.name, i)], BackgroundStart):
+                raise ConfigError(
+                    str(path),
+                    f"events.{i}.name",
+                    event.name,
+                    "no earlier background-start event names this traffic",
+                )
             continue
         if event.name in seen:
             raise ConfigError(
@@ -227,15 +226,4 @@ def load_events(raw: list[Any], path: Path, phase_names: list[str]) -> list[Even
                 )
             chain.append(j)
             at = events[j].relative_to
-    started: set[str] = set()
-    for i, event in enumerate(events):
-        if isinstance(event, BackgroundStart):
-            started.add(event.background)
-        elif isinstance(event, BackgroundStop) and event.background not in started:
-            raise ConfigError(
-                str(path),
-                f"events.{i}.name",
-                event.background,
-                "no background-start event names this traffic",
-            )
     return events
