@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictBool, model_validator
 
 from flashsim.config import (
     ConfigError,
@@ -77,7 +77,7 @@ class PhaseTiming(StrictModel):
         None, description="Name of the phase whose end starts this one."
     )
     repeat: RepeatSpec | None = Field(None, description="Run the phase periodically.")
-    reset: bool = Field(False, description="Give every target fresh state before the phase.")
+    reset: StrictBool = Field(False, description="Give every target fresh state before the phase.")
 
     @model_validator(mode="after")
     def _start_or_after(self) -> PhaseTiming:
