@@ -244,8 +244,15 @@ def test_until_in_the_past_is_refused_as_by_simpy() -> None:
 
 @pytest.mark.parametrize(
     ("seconds", "label"),
-    [(0.0, "0s"), (12.5, "12.5s"), (90.0, "90s"), (600.0, "10min"), (7200.0, "2h"),
-     (7 * 86_400.0, "7d"), (1.5 * 86_400.0, "36h")],
+    [
+        (0.0, "0s"),
+        (12.5, "12.5s"),
+        (90.0, "90s"),
+        (600.0, "10min"),
+        (7200.0, "2h"),
+        (7 * 86_400.0, "7d"),
+        (1.5 * 86_400.0, "36h"),
+    ],
 )
 def test_time_labels(seconds: float, label: str) -> None:
     assert time_label(seconds) == label

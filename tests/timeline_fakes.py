@@ -143,9 +143,7 @@ def fake_scenario(
     check_order(PATH, timed)
     loaded_events = load_events(spec.events, PATH, [t.name for t in timed])
     model = LoadedModel(PATH, kind, None)  # type: ignore[arg-type]
-    scenario = LoadedScenario(
-        PATH, spec, model, [t.phase for t in timed], timed, loaded_events
-    )
+    scenario = LoadedScenario(PATH, spec, model, [t.phase for t in timed], timed, loaded_events)
     return scenario, kind
 
 
