@@ -73,9 +73,10 @@ class ScenarioFile(StrictModel):
             "their timing keys (start, after, repeat, reset) say."
         )
     )
-    events: list[dict[str, Any]] = Field(
+    events: list[EventSpec] = Field(
         default_factory=list,
-        description="Events that change the system's state at times on the run's clock.",
+        description="Events that change the system's state at times on the run's clock "
+        "(`[[events]]`, each chosen by its `action`).",
     )
 
 

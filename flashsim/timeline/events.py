@@ -166,7 +166,7 @@ EventSpec = Annotated[
 
 
 def load_events(raw: list[Any], path: Path, phase_names: list[str]) -> list[EventSpec]:
-    """Validate the ``[[events]]`` tables and the names they refer to.
+    """Validate the ``[[events]]`` tables (or check validated ones) and the names they use.
 
     Event names are unique, except that a ``background-stop`` repeats the
     ``name`` (the traffic's label) of its ``background-start``; ``relative_to``
@@ -174,8 +174,10 @@ def load_events(raw: list[Any], path: Path, phase_names: list[str]) -> list[Even
     """
     events: list[EventSpec] = []
     for i, table in enumerate(raw):
-        event = validate(EventSpec, table, path, key_prefix=f"events.{i}")
-        events.append(event)
+        if isinstance(table, EventTime):
+            events.append(table)  # type: ignore[arg-type]
+        else:
+            events.append(validate(EventSpec, table, path, key_prefix=f"events.{i}"))
     seen: dict[str, int] = {}
     for i, event in enumerate(events):
         if event.name is None:
