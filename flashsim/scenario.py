@@ -416,7 +416,7 @@ def run_loaded(
     from flashsim.progress import open_progress
 
     timed = scenario.timed or [
-        TimedPhase(i, _phase_name(phase, i), phase, PhaseTiming())
+        TimedPhase(i, _phase_name(phase, i), phase, PhaseTiming.model_validate({}))
         for i, phase in enumerate(scenario.phases)
     ]
     with _Watchdog(limits, started) as dog, open_progress(progress) as shown:

@@ -140,7 +140,7 @@ def test_fabric_starts_and_stops_background_jobs_by_label() -> None:
 
 def test_fabric_background_start_keeps_the_io_plan() -> None:
     """A job started mid-run is planned on its own; the I/O plan in force is kept."""
-    sim, fabric = _fabric()
+    _, fabric = _fabric()
     fabric.attach("c0", "compute", 0)
     fabric.attach("s0", "io", 0)
     fabric.plan({("c0", "s0"): 5e12})

@@ -34,9 +34,9 @@ from pydantic_core import PydanticUndefined
 from flashsim import config
 from flashsim.components.drive import DriveSpec
 from flashsim.scenario import ScenarioFile
+from flashsim.systems import SYSTEM_KINDS, system_kind
 from flashsim.timeline.events import EventSpec
 from flashsim.timeline.timing import PhaseTiming
-from flashsim.systems import SYSTEM_KINDS, system_kind
 from flashsim.units import Dimension, format_quantity
 
 ROOT = Path(__file__).resolve().parent.parent

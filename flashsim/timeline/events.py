@@ -170,7 +170,8 @@ def load_events(raw: list[Any], path: Path, phase_names: list[str]) -> list[Even
 
     Event names are unique, except that a ``background-stop`` repeats the
     ``name`` (the traffic's label) of its ``background-start``; ``relative_to``
-    such a name means the start.  Errors are :class:`~flashsim.config.ConfigError` naming ``events.<i>.<key>``.
+    such a name means the start.  Errors are :class:`~flashsim.config.ConfigError`
+    naming ``events.<i>.<key>``.
     """
     events: list[EventSpec] = []
     for i, table in enumerate(raw):

@@ -14,6 +14,7 @@ warning says so).
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -155,7 +156,7 @@ class Timeline:
         done = self._runs[index]
         if repeat.count is not None and done >= repeat.count:
             return None
-        at = self._first_start[index] + done * repeat.every
+        at = self._first_start[index] + done * float(repeat.every)
         if repeat.until is not None and not at < repeat.until:
             return None
         return at
@@ -184,14 +185,14 @@ class Timeline:
                 assert event.relative_to is not None
                 self._on_edge.setdefault((event.relative_to, event.edge), []).append(i)
         for time_s in sorted(set(self._due.values())):
-            self.scheduler.at(time_s, lambda t=time_s: self._fire_due(t))
+            self.scheduler.at(time_s, partial(self._fire_due, time_s))
         for p in self.phases:
             if p.timing.start is not None:
                 start = p.timing.start
                 if start <= self.sim.now:
                     self._begin(p.index)
                 else:
-                    self.scheduler.at(start, lambda i=p.index: self._begin(i))
+                    self.scheduler.at(start, partial(self._begin, p.index))
             elif predecessor(self.phases, p) is None:
                 self._begin(p.index)
         self.scheduler.run(lambda: self._unfinished > 0)

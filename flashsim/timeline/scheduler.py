@@ -25,8 +25,8 @@ from typing import Any
 
 import simpy
 from greenlet import greenlet
-from simpy.core import URGENT, EmptySchedule
-from simpy.events import Event
+from simpy.core import EmptySchedule
+from simpy.events import URGENT, Event
 
 from flashsim.engine.simulation import Simulation
 
