@@ -390,9 +390,15 @@ def run_loaded(
     command's progress (``validate``) the run reports there whatever ``progress``
     says.  Progress only reads the simulation, so it changes no result.
 
-    Each phase's result carries the resources that limited it
+    Phases and events run on one clock (:class:`flashsim.timeline.runner.Timeline`):
+    in file order by default, or overlapping and repeating as their timing keys
+    say; each phase run is a greenlet sharing the simulation.  Each result
+    carries ``start_s`` and ``start_state`` (the system's target state at its
+    start) and the resources that limited it
     (:func:`flashsim.measure.bottlenecks.phase_loads`): their mean utilisation
-    over the phase's simulated time, from the simulation's cumulative counters.
+    over the phase's simulated time, from the simulation's cumulative counters
+    (with phases overlapping, the whole system's load over that interval).
+    Results are in order of start (file order, then run, at one instant).
 
     Raises
     ------

@@ -137,7 +137,11 @@ class SetCapacity(EventTime):
     factor: Annotated[float, Field(ge=0)] | None = Field(
         None, description="Multiplies the resources' capacities (bandwidth and operations)."
     )
-    capacity: Bandwidth | None = Field(None, description="New bandwidth capacity (bytes/s).")
+    capacity: Bandwidth | None = Field(
+        None,
+        description="New bandwidth capacity (bytes/s) of byte-rate resources (NIC ports, links, "
+        "PCIe); time-based ones (a drive's data path, a CPU) take a factor.",
+    )
 
     @model_validator(mode="after")
     def _one_change(self) -> SetCapacity:

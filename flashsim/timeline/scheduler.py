@@ -25,7 +25,7 @@ from typing import Any
 
 import simpy
 from greenlet import greenlet
-from simpy.core import EmptySchedule
+from simpy.core import EmptySchedule, StopSimulation
 from simpy.events import URGENT, Event
 
 from flashsim.engine.simulation import Simulation
@@ -78,6 +78,9 @@ class Scheduler:
         self._tasks: dict[greenlet, Task] = {}
         self._live = 0
         self._last: Task | None = None
+        #: While one task at most is live, the environment runs in ``env.run`` (as without a
+        #: scheduler), and a wake-up stops it; with more, step by step, checking after each.
+        self._single = False
 
     # ------------------------------------------------------------ from tasks
     def wait(self, until: float | simpy.Event | None) -> Any:
@@ -109,12 +112,19 @@ class Scheduler:
         return self._main.switch()
 
     def _wake(self, task: Task, event: Event) -> None:
-        """The ``until`` of ``task`` came: resume it after this step."""
+        """The ``until`` of ``task`` came: resume it after this step.
+
+        With one task live this stops ``env.run`` as its own ``until`` would
+        (simpy's ``StopSimulation``, skipping later callbacks of the event, as
+        simpy does); with more, later callbacks run (another task may wait on it).
+        """
         if event.ok:
             self._ready.append((task, (True, event.value)))
         else:
             event._defused = True
             self._ready.append((task, (False, event._value)))
+        if self._single:
+            raise StopSimulation(None)
 
     # ------------------------------------------------------------ the loop
     def start(self, task: Task) -> None:
@@ -135,7 +145,13 @@ class Scheduler:
     def at(self, time_s: float, callback: Callable[[], None]) -> None:
         """Call ``callback`` (in the scheduler) when the clock reaches ``time_s``."""
         timer = self.env.timeout(max(time_s - self.env.now, 0.0))
-        timer.callbacks.append(lambda _ev: callback())
+        timer.callbacks.append(lambda _ev: self._call(callback))
+
+    def _call(self, callback: Callable[[], None]) -> None:
+        """A timer's callback; stop ``env.run`` (one task live) if it made a task ready."""
+        callback()
+        if self._single and self._ready:
+            raise StopSimulation(None)
 
     def run(self, pending: Callable[[], bool]) -> None:
         """Run every task started (and those they start) until none is live.
@@ -179,6 +195,15 @@ class Scheduler:
         ready = self._ready
         step = env.step
         try:
+            if self._live <= 1:
+                self._single = True
+                try:
+                    env.run()  # returns at a wake-up (StopSimulation) or with no event left
+                finally:
+                    self._single = False
+                if not ready:
+                    self._empty()
+                return
             while not ready:
                 step()
         except EmptySchedule:
