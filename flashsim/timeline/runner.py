@@ -14,8 +14,8 @@ warning says so).
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from flashsim.config import warn
