@@ -205,6 +205,10 @@ def scenario_from_data(
     ]
     check_order(p, timed)
     events = load_events(spec.events, p, [t.name for t in timed])
+    if events:  # target indices and background jobs against a (lazily built) system
+        check_events(
+            events, system.kind.build(system.model, Simulation(spec.seed), spec.fidelity), p
+        )
     return LoadedScenario(p, spec, system, phases, timed, events)
 
 
