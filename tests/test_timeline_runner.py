@@ -256,3 +256,30 @@ def test_until_in_the_past_is_refused_as_by_simpy() -> None:
 )
 def test_time_labels(seconds: float, label: str) -> None:
     assert time_label(seconds) == label
+
+
+def test_an_event_error_mid_run_unwinds_every_phase() -> None:
+    """Two phases live when an event fails: the error is reported, nothing runs on."""
+    from flashsim.config import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        run_fake(
+            [{"name": "a"}, {"name": "b", "start": "0 s", "size_B": 1000.0}],
+            [{"action": "set-capacity", "at": "3 s", "resource": "nothing*", "factor": 2.0}],
+        )
+    assert err.value.key == "events.0.resource"
+
+
+def test_labels_that_coincide_are_told_apart() -> None:
+    """Runs 1 ms apart at 10^8 s: nine digits cannot tell them apart, a run number does."""
+    result, _ = run_fake(
+        [
+            {
+                "name": "p",
+                "size_B": 1e-3,
+                "start": "100000000 s",
+                "repeat": {"every": "1 ms", "count": 3},
+            }
+        ]
+    )
+    assert [p.name for p in result.phases] == ["p@100000000s", "p@100000000s#1", "p@100000000s#2"]

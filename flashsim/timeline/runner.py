@@ -96,6 +96,7 @@ class Timeline:
         #: Events with a time and not fired yet: index -> time (s).
         self._due: dict[int, float] = {}
         self._fired: set[int] = set()
+        self._names: set[str] = set()
 
     # ------------------------------------------------------------- events
     def _schedule_event(self, i: int, time_s: float) -> None:
@@ -141,6 +142,9 @@ class Timeline:
         name = timed.name
         if timed.timing.repeat is not None:
             name = f"{timed.name}@{time_label(self.sim.now)}"
+            if name in self._names:  # two starts a label cannot tell apart
+                name = f"{name}#{number}"
+            self._names.add(name)
         run = PhaseRun(timed, name, number)
         if timed.timing.reset:
             self.built.reset_state()

@@ -17,6 +17,7 @@ same way, and no other event added to the queue.
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections import deque
 from collections.abc import Callable
@@ -24,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import simpy
-from greenlet import greenlet
+from greenlet import GreenletExit, greenlet
 from simpy.core import EmptySchedule, StopSimulation
 from simpy.events import URGENT, Event
 
@@ -81,6 +82,7 @@ class Scheduler:
         #: While one task at most is live, the environment runs in ``env.run`` (as without a
         #: scheduler), and a wake-up stops it; with more, step by step, checking after each.
         self._single = False
+        self._closing = False
 
     # ------------------------------------------------------------ from tasks
     def wait(self, until: float | simpy.Event | None) -> Any:
@@ -90,6 +92,8 @@ class Scheduler:
         runs the environment directly.
         """
         task = self._tasks.get(greenlet.getcurrent())
+        if task is not None and self._closing:
+            raise GreenletExit  # the run failed elsewhere: unwind this phase, run nothing more
         if task is None or self._main is None:
             return self.env.run(until=until)
         env = self.env
@@ -172,8 +176,21 @@ class Scheduler:
                     continue
                 self._advance()
         finally:
+            self._close()
             sim._scheduler = None
             self._main = None
+
+    def _close(self) -> None:
+        """Unwind the tasks still suspended (the run failed): their ``run`` raises ``GreenletExit``.
+
+        Errors while they unwind are dropped: the error that stopped the run is the one reported.
+        """
+        self._closing = True
+        for glet in list(self._tasks):
+            if glet and not glet.dead:
+                with contextlib.suppress(BaseException):  # see the docstring
+                    glet.throw(GreenletExit)
+        self._tasks.clear()
 
     def _resume(self, task: Task, how: _Resume) -> None:
         glet = task.glet

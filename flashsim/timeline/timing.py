@@ -174,8 +174,11 @@ def predecessor(phases: list[TimedPhase], p: TimedPhase) -> int | None:
 
 
 def time_label(seconds: float) -> str:
-    """A short label of a simulated time: ``7d``, ``36h``, ``90min``, ``12.5s``."""
+    """A short label of a simulated time: ``7d``, ``36h``, ``90min``, ``12.5s``.
+
+    A whole number of the largest unit that gives one, else seconds to 9 digits.
+    """
     for unit, size in (("d", 86_400.0), ("h", 3_600.0), ("min", 60.0)):
         if seconds >= size and math.isclose(seconds / size, round(seconds / size), abs_tol=1e-9):
             return f"{round(seconds / size)}{unit}"
-    return f"{seconds:.6g}s"
+    return f"{seconds:.9g}s"
