@@ -283,3 +283,15 @@ def test_labels_that_coincide_are_told_apart() -> None:
         ]
     )
     assert [p.name for p in result.phases] == ["p@100000000s", "p@100000000s#1", "p@100000000s#2"]
+
+
+def test_a_limit_reached_inside_overlapping_phases_stops_the_run_with_partial_results() -> None:
+    """The watchdog's stop, raised in a phase's greenlet, ends the run as RunStopped."""
+    from flashsim.scenario import RunLimits, RunStopped, run_loaded
+    from tests.timeline_fakes import fake_scenario
+
+    scenario, _ = fake_scenario([{"name": "a"}, {"name": "b", "start": "0 s"}])
+    with pytest.raises(RunStopped) as stop:
+        run_loaded(scenario, limits=RunLimits(max_memory_B=1.0))
+    assert "--max-memory" in stop.value.reason
+    assert stop.value.partial.phases == []
