@@ -295,3 +295,21 @@ def test_a_limit_reached_inside_overlapping_phases_stops_the_run_with_partial_re
         run_loaded(scenario, limits=RunLimits(max_memory_B=1.0))
     assert "--max-memory" in stop.value.reason
     assert stop.value.partial.phases == []
+
+
+def test_a_failure_at_the_start_of_a_reset_phase_survives_the_reset() -> None:
+    result, system = run_fake(
+        [{"name": "a", "size_B": 10.0}, {"name": "b", "reset": True}],
+        [
+            {"action": "fail-drive", "at": "0.5 s", "target": 0, "drive": 2},
+            {"action": "fail-drive", "relative_to": "b", "target": 0, "drive": 1},
+        ],
+    )
+    assert system.targets[0].log == [
+        (0.5, "fail_drive", 2),
+        (1.0, "reset", None),
+        (1.0, "fail_drive", 1),
+    ]
+    assert system.targets[0].failed == {1}
+    state = by_name(result)["b"].start_state
+    assert state is not None and state["failed_drives"] == 1

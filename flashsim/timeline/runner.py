@@ -5,8 +5,9 @@
 :class:`~flashsim.timeline.scheduler.Scheduler` (its own greenlet), and fires
 the events (:mod:`flashsim.timeline.events`) at their times with
 :func:`flashsim.timeline.actions.apply`.  Ordering at one instant: events due
-then fire before a phase starts then, and an event at a phase's edge with no
-offset fires at that edge, before any phase waiting for it starts.  The run
+then fire before a phase starts then (and before its ``reset``); an event at
+a phase's start with no offset fires after its ``reset``, just before it
+runs; one at a phase's end fires before any phase waiting for that end starts.  The run
 ends when every phase has ended; an event not fired by then never fires (a
 warning says so).
 """
@@ -131,9 +132,15 @@ class Timeline:
 
     # ------------------------------------------------------------- phases
     def _begin(self, index: int) -> None:
-        """Start the next run of phase ``index`` now (events due now fire first)."""
+        """Start the next run of phase ``index`` now.
+
+        First the events due by now fire, then the phase's ``reset`` gives
+        fresh targets, then the events at its start (no offset) fire.
+        """
         self._fire_due()
         timed = self.phases[index]
+        if timed.timing.reset:
+            self.built.reset_state()
         number = self._runs.get(index, 0)
         self._runs[index] = number + 1
         if number == 0:
@@ -146,8 +153,6 @@ class Timeline:
                 name = f"{name}#{number}"
             self._names.add(name)
         run = PhaseRun(timed, name, number)
-        if timed.timing.reset:
-            self.built.reset_state()
         self.scheduler.start(
             Task(name, lambda: self.run_one(run), lambda _task: self._ended(index))
         )
