@@ -535,8 +535,9 @@ own interval; with phases overlapping it sees the whole system's load then, thei
 
 **Events.** Each `[[events]]` table has a time and an `action` (tables below): `at = "10 s"` on
 the run's clock, or `relative_to = "<phase or event name>"` with `edge` (`start` of a phase's
-first run, `end` of its last) and `offset`. Events due at a phase's start fire before it starts;
-an event at a phase's end (offset 0) fires before the phases waiting for that end start. In flow
+first run, `end` of its last) and `offset`. Events due when a phase starts fire before it starts
+(one `relative_to` its start, after its `reset`); an event at a phase's end (offset 0) fires
+before the phases waiting for that end start. In flow
 fidelity a flow's path is fixed when it starts, so a change of state applies to flows started
 after it, while the traffic it causes (a rebuild, a TRIM) loads the drives at once. Events act
 through the targets' common interface (`fail-drive`, `replace-drive`, `trim`, `trim-policy`,
