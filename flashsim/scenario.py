@@ -1,10 +1,13 @@
 """Scenarios: which system, which workload phases, which seed and fidelity.
 
-A scenario file names a model file (relative to itself), a seed, a fidelity
-and a list of phases; each phase is validated by the system kind's phase
-schema.  :func:`run_scenario` builds the system once and runs the phases in
-order in one simulation, so state (data placement, SSD wear, buffer fill)
-carries from phase to phase.
+A scenario file names a model file (relative to itself), a seed, a fidelity,
+a list of phases and, optionally, events; each phase is validated by the
+system kind's phase schema (its timing keys, :mod:`flashsim.timeline.timing`,
+are taken off first).  :func:`run_scenario` builds the system once and runs
+the phases in one simulation on one clock (:mod:`flashsim.timeline`): one
+after the other by default, or overlapping and repeating as their timing
+keys say, with the events changing the system's state meanwhile; state (data
+placement, SSD wear, failures, buffer fill) carries over for the whole run.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,6 +39,10 @@ from flashsim.measure.limits import LimitRecorder
 from flashsim.measure.results import PhaseResult, RunResult
 from flashsim.systems import SYSTEM_KINDS, system_kind
 from flashsim.systems.base import Fidelity, SystemKind, check_work
+from flashsim.timeline.actions import check_events
+from flashsim.timeline.events import EventSpec, load_events
+from flashsim.timeline.runner import PhaseRun, Timeline
+from flashsim.timeline.timing import PhaseTiming, TimedPhase, check_order, split_timing
 
 
 class ScenarioFile(StrictModel):
@@ -61,7 +68,15 @@ class ScenarioFile(StrictModel):
         "flow", description="`flow` (max-min fair flows) or `request` (per-request queues)."
     )
     phases: Annotated[list[dict[str, Any]], Field(min_length=1)] = Field(
-        description="Workload phases, run in order on one system (state carries over)."
+        description=(
+            "Workload phases on one system (state carries over): one after the other, or as "
+            "their timing keys (start, after, repeat, reset) say."
+        )
+    )
+    events: list[EventSpec] = Field(
+        default_factory=list,
+        description="Events that change the system's state at times on the run's clock "
+        "(`[[events]]`, each chosen by its `action`).",
     )
 
 
@@ -76,12 +91,18 @@ class LoadedModel:
 
 @dataclass
 class LoadedScenario:
-    """A validated scenario with its model and typed phases."""
+    """A validated scenario with its model, typed phases and events.
+
+    ``timed`` holds each phase with its name and timing keys (same order as
+    ``phases``).
+    """
 
     path: Path
     spec: ScenarioFile
     system: LoadedModel
     phases: list[Any]
+    timed: list[TimedPhase] = field(default_factory=list)
+    events: list[EventSpec] = field(default_factory=list)
 
 
 def split_overrides(overrides: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -166,6 +187,7 @@ def scenario_from_data(
     model_set: dict[str, object] = dotted_keys(spec.system_set)
     model_set.update(model_over)
     system = load_system_model(system_path, model_set)
+    split = [split_timing(raw, p, i) for i, raw in enumerate(spec.phases)]
     phases = [
         validate(
             system.kind.phase_type,
@@ -174,10 +196,26 @@ def scenario_from_data(
             context={"scenario_dir": p.resolve().parent},
             key_prefix=f"phases.{i}",
         )
-        for i, raw in enumerate(spec.phases)
+        for i, (raw, _) in enumerate(split)
     ]
-    check_phases(p, spec.phases, system, phases, spec.seed)
-    return LoadedScenario(p, spec, system, phases)
+    check_phases(p, [raw for raw, _ in split], system, phases, spec.seed)
+    timed = [
+        TimedPhase(i, _phase_name(phase, i), phase, timing)
+        for i, (phase, (_, timing)) in enumerate(zip(phases, split, strict=True))
+    ]
+    check_order(p, timed)
+    events = load_events(spec.events, p, [t.name for t in timed])
+    if events:  # target indices and background jobs against a (lazily built) system
+        check_events(
+            events, system.kind.build(system.model, Simulation(spec.seed), spec.fidelity), p
+        )
+    return LoadedScenario(p, spec, system, phases, timed, events)
+
+
+def _phase_name(phase: Any, index: int) -> str:
+    """A phase's name in results and timing keys: its ``name``, else its index."""
+    name = getattr(phase, "name", None)
+    return name if isinstance(name, str) else str(index)
 
 
 def check_phases(
@@ -356,9 +394,15 @@ def run_loaded(
     command's progress (``validate``) the run reports there whatever ``progress``
     says.  Progress only reads the simulation, so it changes no result.
 
-    Each phase's result carries the resources that limited it
+    Phases and events run on one clock (:class:`flashsim.timeline.runner.Timeline`):
+    in file order by default, or overlapping and repeating as their timing keys
+    say; each phase run is a greenlet sharing the simulation.  Each result
+    carries ``start_s`` and ``start_state`` (the system's target state at its
+    start) and the resources that limited it
     (:func:`flashsim.measure.bottlenecks.phase_loads`): their mean utilisation
-    over the phase's simulated time, from the simulation's cumulative counters.
+    over the phase's simulated time, from the simulation's cumulative counters
+    (with phases overlapping, the whole system's load over that interval).
+    Results are in order of start (file order, then run, at one instant).
 
     Raises
     ------
@@ -366,7 +410,8 @@ def run_loaded(
         When a limit of ``limits`` is passed; it carries the phases completed.
     """
     started = time.perf_counter()
-    results: list[PhaseResult] = []
+    #: Each phase run's result with its order: (start time, index in the file, run number).
+    results: list[tuple[tuple[float, int, int], PhaseResult]] = []
 
     def result() -> RunResult:
         return RunResult(
@@ -375,12 +420,15 @@ def run_loaded(
             seed=scenario.spec.seed,
             fidelity=scenario.spec.fidelity,
             wall_time_s=time.perf_counter() - started,
-            phases=list(results),
+            phases=[r for _, r in sorted(results, key=lambda kr: kr[0])],
         )
 
     from flashsim.progress import open_progress
 
-    names = [str(getattr(phase, "name", i)) for i, phase in enumerate(scenario.phases)]
+    timed = scenario.timed or [
+        TimedPhase(i, _phase_name(phase, i), phase, PhaseTiming.model_validate({}))
+        for i, phase in enumerate(scenario.phases)
+    ]
     with _Watchdog(limits, started) as dog, open_progress(progress) as shown:
         try:
             sim = Simulation(scenario.spec.seed)
@@ -388,26 +436,40 @@ def run_loaded(
                 built = scenario.system.kind.build(
                     scenario.system.model, sim, scenario.spec.fidelity
                 )
-            end: bottlenecks.UsageMark | None = None
-            with shown.task(scenario.spec.name, total=len(scenario.phases), unit="phase") as run:
-                for phase, name in zip(scenario.phases, names, strict=True):
+            check_events(scenario.events, built, scenario.path)
+            total = None if any(t.timing.repeat for t in timed) else len(timed)
+            with shown.task(scenario.spec.name, total=total, unit="phase") as run:
+                ends: dict[float, bottlenecks.UsageMark] = {}
+
+                def run_one(one: PhaseRun) -> None:
                     dog.check()
-                    start = end if end is not None else bottlenecks.mark(sim)
-                    recorder = LimitRecorder(sim, start)
                     t0 = sim.now
-                    with shown.task(name, clock=_since(sim, t0)):
-                        measured = built.run_phase(phase)
+                    start = ends.pop(t0, None) or bottlenecks.mark(sim)
+                    recorder = LimitRecorder(sim, start)
+                    state = built.status().to_dict()
+                    with shown.task(one.name, clock=_since(sim, t0)):
+                        measured = built.run_phase(one.timed.phase)
                     end = bottlenecks.mark(sim)
+                    ends[end.time_s] = end
                     limited_by, most = bottlenecks.phase_loads(sim, start, end)
+                    if one.name != one.timed.name:
+                        measured = replace(measured, name=one.name)
                     results.append(
-                        replace(
-                            measured,
-                            bottlenecks=limited_by,
-                            most_utilized=most,
-                            intervals=recorder.finish(end),
+                        (
+                            (t0, one.timed.index, one.number),
+                            replace(
+                                measured,
+                                bottlenecks=limited_by,
+                                most_utilized=most,
+                                intervals=recorder.finish(end),
+                                start_s=t0,
+                                start_state=state,
+                            ),
                         )
                     )
                     run.advance()
+
+                Timeline(built, timed, scenario.events, run_one, scenario.path).run()
         except _LimitReached as exc:
             dog.stop()
             raise RunStopped(str(exc), result()) from None

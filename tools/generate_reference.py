@@ -35,6 +35,8 @@ from flashsim import config
 from flashsim.components.drive import DriveSpec
 from flashsim.scenario import ScenarioFile
 from flashsim.systems import SYSTEM_KINDS, system_kind
+from flashsim.timeline.events import EventSpec
+from flashsim.timeline.timing import PhaseTiming
 from flashsim.units import Dimension, format_quantity
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -359,6 +361,10 @@ def rows(model: type[BaseModel], prefix: str = "", seen: tuple[type, ...] = ()) 
         elif model is ScenarioFile and name == "phases":
             unit = "list of tables (`[[phases]]`)"
             allowed = [*allowed, "see [Phases](#phases) of the model's kind"]
+        elif model is ScenarioFile and name == "events":
+            unit = "list of tables (`[[events]]`)"
+            allowed = ["see [Timeline](#timeline) for each action's keys"]
+            nested = [_EventKeys]
         elif len(info.models) == 1 and info.models[0] not in seen:
             nested = info.models
         elif len(info.models) > 1:
@@ -376,6 +382,28 @@ def rows(model: type[BaseModel], prefix: str = "", seen: tuple[type, ...] = ()) 
             yield from rows(sub, inner, (*seen, model))
 
 
+class _EventKeys(BaseModel):
+    """Every key of an event of any action, listed once (the scenario file's table)."""
+
+
+def _event_keys() -> None:
+    """Fill :class:`_EventKeys` with the first definition of each event key over the actions."""
+    from pydantic import Field
+    from pydantic.fields import FieldInfo
+
+    fields: dict[str, Any] = {}
+    members = _union_models(EventSpec)
+    for member in members:
+        for key, info in member.model_fields.items():
+            fields.setdefault(key, info)
+    actions = tuple(_tag(m, "action") for m in members)
+    fields["action"] = FieldInfo.from_annotated_attribute(
+        Literal[actions],  # type: ignore[valid-type]
+        Field(description="What the event does; it selects the event's other keys."),
+    )
+    _EventKeys.model_fields.update(fields)
+
+
 def _members(phase_type: Any) -> list[type[BaseModel]]:
     """The phase schemas of a kind (a model, or the members of a discriminated union)."""
     return _union_models(phase_type)
@@ -384,6 +412,9 @@ def _members(phase_type: Any) -> list[type[BaseModel]]:
 def _tag(model: type[BaseModel], field: str) -> str:
     args = get_args(model.model_fields[field].annotation) if field in model.model_fields else ()
     return str(args[0]) if args else model.__name__
+
+
+_event_keys()
 
 
 def _anchor(text: str) -> str:
@@ -442,6 +473,11 @@ def sections() -> list[tuple[str, str, list[Section]]]:
         for m in _union_models(DriveSpec)
     ]
     scenario = [Section("Scenario file", _summary(ScenarioFile), ScenarioFile)]
+    timeline = [Section("Phase timing keys", TIMING_INTRO, PhaseTiming, "phases[].")]
+    timeline += [
+        Section(f'Event: action = "{_tag(m, "action")}"', _summary(m), m, "events[].")
+        for m in _union_models(EventSpec)
+    ]
     return [
         (
             "System models",
@@ -466,6 +502,7 @@ def sections() -> list[tuple[str, str, list[Section]]]:
             "a list of phases.",
             scenario,
         ),
+        ("Timeline", TIMELINE_INTRO, timeline),
         (
             "Phases",
             "Each `[[phases]]` table of a scenario is validated by the phase schemas of the "
@@ -474,6 +511,73 @@ def sections() -> list[tuple[str, str, list[Section]]]:
             phases,
         ),
     ]
+
+
+TIMELINE_INTRO = """\
+A scenario is a timeline: its phases and events share one simulated clock and one system, whose
+state (drive wear, failed drives and rebuilds, TRIM, SCM fill, fabric background, capacities)
+carries over for the whole run unless a `reset` gives fresh targets.
+
+**Phases.** With no timing key a phase starts when the previous phase in file order ends, so a
+scenario without timing keys runs its phases one after the other, as before. `start` starts a
+phase at a time on the run's clock, `after` at the end of a named phase; phases whose times
+overlap run *together*: each runs in its own greenlet and `Simulation.run` hands the clock to a
+scheduler, so they share every component (a bottleneck shared by two phases slows both). With
+`repeat` a phase runs every `every` (a run that lasts longer than `every` delays the next; a
+phase never overlaps itself) until the clock reaches `until`, or `count` times; each run is a
+result named `<name>@<start>` (`probe@7d`, `probe@30s`), the way a weekly checkpoint probes the
+state of that day. `reset = true` gives every target fresh state just before the phase (each
+run). Each phase's result records `start_s` and `start_state`, the system's target state when
+it started (mean and worst write amplification, degraded and rebuilding targets, failed drives,
+SCM fill). The run ends when every phase has ended; an event due later never fires (a warning
+says so). What limited a phase (bottlenecks, the intervals table) is measured over the phase's
+own interval; with phases overlapping it sees the whole system's load then, theirs included.
+IOR phases place their ranks from client node 0 on, so two at once also share those nodes.
+
+**Events.** Each `[[events]]` table has a time and an `action` (tables below): `at = "10 s"` on
+the run's clock, or `relative_to = "<phase or event name>"` with `edge` (`start` of a phase's
+first run, `end` of its last) and `offset`. Events due when a phase starts fire before it starts
+(one `relative_to` its start, after its `reset`); an event at a phase's end (offset 0) fires
+before the phases waiting for that end start. In flow
+fidelity a flow's path is fixed when it starts, so a change of state applies to flows started
+after it, while the traffic it causes (a rebuild, a TRIM) loads the drives at once. Events act
+through the targets' common interface (`fail-drive`, `replace-drive`, `trim`, `trim-policy`,
+`reset`: any kind whose targets keep state), the fabric (`background-start`/`-stop`, a Lustre
+system's fabric) and the flow network (`set-capacity`, resources built by then: a component is
+built when a phase first uses it). Target indices and background jobs are checked before the
+run; drive indices and resource globs when the event fires.
+
+Examples: `scenarios/examples/timeline-overlap.toml` (overlapping phases, a repeated probe) and
+`scenarios/examples/timeline-events.toml` (a NIC throttled mid-phase, background traffic started
+and stopped, a reset), each well under a second of work:
+
+```toml
+[[phases]]
+name = "checkpoint"
+start = "30 s"
+repeat = { every = "20 s", until = "90 s" }
+workload = "ior"
+# ... the phase's own keys
+
+[[events]]
+name = "throttle"
+at = "3 s"
+action = "set-capacity"
+resource = "perlmutter.oss0.nic*"
+factor = 0.5
+
+[[events]]
+relative_to = "throttle"
+offset = "3 s"
+action = "set-capacity"
+resource = "perlmutter.oss0.nic*"
+factor = 2.0
+```"""
+
+TIMING_INTRO = (
+    "Keys every `[[phases]]` table accepts, whatever its workload; they are taken off the table "
+    "before the workload's schema reads it."
+)
 
 
 HEADER = """\

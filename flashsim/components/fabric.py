@@ -39,7 +39,9 @@ fabric is built, one flow per group pair capped at the job's
 fabric's routing (UGAL: the jobs' own offered load is planned first).
 :meth:`Fabric.plan` then plans I/O on top of the offered load of the
 background flows still running (:meth:`Fabric.background_load_Bps`).
-Request fidelity's link queues do not see background flows.
+Request fidelity's link queues do not see background flows.  A timeline
+event starts and stops jobs by label while phases run
+(:meth:`Fabric.start_background_jobs`, :meth:`Fabric.stop_background_jobs`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from flashsim.components.fabric_spec import (
     GroupId,
     Routing,
     SwitchFabricSpec,
+    check_background,
 )
 from flashsim.components.routing import Route, build_topology, max_flow_bound, split_weights
 from flashsim.components.routing_ugal import ugal_split
@@ -352,33 +355,81 @@ class Fabric(RequestRouting):
         end = None if job.groups is None else job.first_group + job.groups
         return groups[job.first_group : end]
 
-    def _start_jobs(self, jobs: Sequence[BackgroundJobSpec]) -> None:
-        """Start the spec's background jobs (UGAL: routed by a plan of their own load)."""
+    def _start_jobs(self, jobs: Sequence[BackgroundJobSpec], label: str | None = None) -> int:
+        """Start background jobs; return the flows started.
+
+        UGAL routes them by a plan of their own offered load on top of the
+        background flows already running; the I/O plan in force before (set by
+        :meth:`plan` for the flows a phase starts) is restored afterwards, so
+        flows started later route as they would have.
+        """
         started = [
             (job, self._pairs(self._span(job.between[0], job), self._span(job.between[1], job)))
             for job in jobs
             if job.rate_per_pair > 0
         ]
         if not any(pairs for _, pairs in started):
-            return
+            return 0
+        kept = self._plan
         if self.routing == "ugal":
             demand: dict[tuple[GroupId, GroupId], float] = {}
             for job, pairs in started:
                 for pair in pairs:
                     demand[pair] = demand.get(pair, 0.0) + float(job.rate_per_pair)
+            running = self.background_load_Bps()
             self._plan = ugal_split(
                 self.topology,
                 demand,
                 self.ugal_threshold,
                 rounds=PLAN_ROUNDS,
                 tol=PLAN_TOL,
+                base_load_Bps=running or None,
             )
+        flows: list[Flow] = []
         for job, pairs in started:
             for a, b in pairs:
-                self._start(
-                    a, b, float(job.rate_per_pair), job.volume_per_pair, job.streams, job.name
+                flows.append(
+                    self._start(
+                        a, b, float(job.rate_per_pair), job.volume_per_pair, job.streams, job.name
+                    )
                 )
-        self._plan = {}
+        self._plan = kept
+        if label is not None:
+            self._background.by_label.setdefault(label, []).extend(flows)
+        return len(flows)
+
+    # ---------------------------------------------------- background on a timeline
+    def role_counts(self) -> dict[str, int]:
+        """Groups of each role (``{"all": groups}`` for a switch or fat tree)."""
+        if not isinstance(self.spec, DragonflySpec):
+            return {"all": self.topology.n_groups}
+        roles = self.topology.group_roles
+        return {role: roles.count(role) for role in dict.fromkeys(roles)}
+
+    def check_background_jobs(self, jobs: Sequence[BackgroundJobSpec]) -> None:
+        """Refuse jobs naming a role the fabric lacks, or more groups than it has (ValueError)."""
+        check_background(list(jobs), self.role_counts(), where="jobs")
+
+    def start_background_jobs(self, label: str, jobs: Sequence[BackgroundJobSpec]) -> int:
+        """Start background ``jobs`` now under ``label`` (a timeline event); return the flows.
+
+        As the spec's ``background`` jobs at build time, routed under the
+        fabric's routing (UGAL: planned on top of the background load running
+        now), sharing the links with I/O from then on.
+        """
+        if label in self._background.by_label:
+            raise ValueError(f"background: {label!r} is running already; stop it first")
+        self.check_background_jobs(jobs)
+        count = self._start_jobs(jobs, label)
+        self._background.by_label.setdefault(label, [])
+        return count
+
+    def stop_background_jobs(self, label: str) -> int:
+        """Stop the background traffic started under ``label``; return the flows it had."""
+        if label not in self._background.by_label:
+            running = ", ".join(repr(k) for k in self._background.by_label) or "none"
+            raise ValueError(f"background: {label!r} is not running (running: {running})")
+        return self._background.stop(label)
 
     def _start(
         self,

@@ -38,6 +38,8 @@ class BackgroundTraffic:
         self.name = name
         #: Each flow, its offered rate (bytes/s) and the bytes it puts on each bundle per byte.
         self.started: list[tuple[Flow, float, dict[str, float]]] = []
+        #: The flows started under each label (:meth:`Fabric.start_background_jobs`).
+        self.by_label: dict[str, list[Flow]] = {}
 
     def start(
         self,
@@ -73,6 +75,16 @@ class BackgroundTraffic:
         )
         self.started.append((flow, rate_Bps, {res.name: w for res, w in path}))
         return flow
+
+    def stop(self, label: str) -> int:
+        """Cancel the flows started under ``label`` (still running); return how many there were."""
+        flows = self.by_label.pop(label, [])
+        gone = {id(f) for f in flows}
+        for flow in flows:
+            if flow.remaining_B > 0:
+                self.sim.flows.cancel_flow(flow)
+        self.started = [entry for entry in self.started if id(entry[0]) not in gone]
+        return len(flows)
 
     def load_Bps(self) -> dict[str, float]:
         """Offered load (bytes/s) of the flows still running, per bundle name."""

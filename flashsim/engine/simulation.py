@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import simpy
@@ -36,6 +37,9 @@ class Simulation:
         self._streams = RandomStreams(seed)
         self.flows = FlowNetwork(self.env)
         self._part_listeners: list[Callable[[str, str | None], None]] = []
+        #: Set by a timeline (:class:`flashsim.timeline.scheduler.Scheduler`) while phases
+        #: share the clock: :meth:`run` from a phase then waits for its ``until`` there.
+        self._scheduler: Callable[[float | simpy.Event | None], Any] | None = None
 
     @property
     def now(self) -> float:
@@ -52,7 +56,15 @@ class Simulation:
         return self._streams.stream(name)
 
     def run(self, until: float | simpy.Event | None = None) -> None:
-        """Run the event loop until a time (s), an event, or no events remain."""
+        """Run the event loop until a time (s), an event, or no events remain.
+
+        Inside a timeline whose phases share the clock, a phase's call gives
+        the clock to the scheduler until its ``until`` comes, meanwhile other
+        phases and events run.
+        """
+        if self._scheduler is not None:
+            self._scheduler(until)
+            return
         self.env.run(until=until)
 
     def begin_part(self, label: str, analytic: str | None = None) -> None:

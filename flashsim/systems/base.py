@@ -12,12 +12,13 @@ from __future__ import annotations
 import math
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from flashsim.components.fabric_spec import BackgroundJobSpec
 from flashsim.components.target_state import StatefulTarget, SystemStatus
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
@@ -124,6 +125,23 @@ class BuiltSystem(ABC):
         """Give every target fresh state (drives, failures, buffers): a scenario's ``reset``."""
         for _, t in self.built_targets():
             t.reset()
+
+    # ................................................ fabric background (timeline events)
+    def check_background(self, jobs: Sequence[BackgroundJobSpec]) -> None:
+        """Refuse background ``jobs`` this system's fabric cannot carry (``ValueError``)."""
+        raise ValueError("background: this system has no fabric to carry background traffic")
+
+    def start_background(self, name: str, jobs: Sequence[BackgroundJobSpec]) -> None:
+        """Start fabric background traffic ``jobs`` now, under the label ``name``.
+
+        The jobs are the model's ``fabric.background`` tables; a system kind
+        with a fabric overrides this (an event ``background-start``).
+        """
+        raise ValueError("background: this system has no fabric to carry background traffic")
+
+    def stop_background(self, name: str) -> None:
+        """Stop the background traffic started under ``name`` (an event ``background-stop``)."""
+        raise ValueError("background: this system has no fabric to carry background traffic")
 
 
 class SystemKind(ABC):

@@ -16,8 +16,10 @@ without clients or network), ``lnet-selftest`` (servers' network alone) and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from flashsim.components.fabric_spec import BackgroundJobSpec
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.systems.base import Description, Fidelity, SystemKind
@@ -121,6 +123,19 @@ class Lustre(LustreJobs, LustreIo500, IorTargetDefaults):
             raise TypeError(f"unsupported phase {phase!r}")
         self.account_wear()
         return result
+
+    # The timeline's background events (systems.base hooks) act on the fabric.
+    def check_background(self, jobs: Sequence[BackgroundJobSpec]) -> None:
+        """Refuse background jobs the fabric cannot carry (``ValueError``)."""
+        self.fabric.check_background_jobs(jobs)
+
+    def start_background(self, name: str, jobs: Sequence[BackgroundJobSpec]) -> None:
+        """Start fabric background ``jobs`` now under the label ``name``."""
+        self.fabric.start_background_jobs(name, jobs)
+
+    def stop_background(self, name: str) -> None:
+        """Stop the fabric background traffic started under ``name``."""
+        self.fabric.stop_background_jobs(name)
 
     def _fresh(self) -> Lustre:
         """A new system of the same model and seed, for a job run alone."""
