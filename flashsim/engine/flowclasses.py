@@ -400,7 +400,7 @@ class ClassLayer(FlowState):
         return found
 
     def _lone_bottleneck(self, spec: FlowSpec) -> tuple[int, float] | None:
-        """A lone flow's bottleneck constraint and level, or None if it is not alone.
+        """A lone flow's new bottleneck constraint and level; None if not alone or at its cap.
 
         A flow is *alone* when no class crosses any of its constraints, directly
         or through a segment in use: its max-min level is then the least
@@ -412,7 +412,7 @@ class ClassLayer(FlowState):
         or in two segments) is left to the repair.  The level is checked like
         any class event afterwards.
         """
-        cons, coefs, prio, _cap, _size, segs = spec
+        cons, coefs, prio, level_cap, _size, segs = spec
         ncls = self._con_ncls
         nsegs = self._con_nsegs
         cap = self._con_cap
@@ -421,18 +421,27 @@ class ClassLayer(FlowState):
         for k, a in zip(cons, coefs, strict=True):
             if ncls[k] or nsegs[k]:
                 return None
-            for g, _u in segs:
-                if k in self._seg_coef_of[g]:
-                    return None
             r = float(cap[k]) / (a * prio)
             own_ratio.append(r)
             best = min(best, r)
         seg_level: list[tuple[float, int]] = []
-        if len(segs) > 1:
-            self._lone_tick += 1
         for g, u in segs:
             if self._seg_cls[g]:
                 return None
+            least, k = self._segment_alone(g)
+            r = least / (u * prio)
+            seg_level.append((r, k))
+            best = min(best, r)
+        if not 0.0 < best < level_cap * (1.0 - LEVEL_RTOL):
+            return None  # it would run at its cap (or nothing limits it): no new bottleneck
+        # Alone, and crossing no constraint twice?  One vector pass per segment.
+        for k in cons:
+            for g, _u in segs:
+                if k in self._seg_coef_of[g]:
+                    return None
+        if len(segs) > 1:
+            self._lone_tick += 1
+        for g, _u in segs:
             seg_cons = self._seg_cons[g]
             if ncls[seg_cons].any() or nsegs[seg_cons].any():
                 return None
@@ -440,12 +449,6 @@ class ClassLayer(FlowState):
                 if (self._lone_stamp[seg_cons] == self._lone_tick).any():
                     return None  # two of its segments share a constraint
                 self._lone_stamp[seg_cons] = self._lone_tick
-            least, k = self._segment_alone(g)
-            r = least / (u * prio)
-            seg_level.append((r, k))
-            best = min(best, r)
-        if not 0.0 < best < np.inf:
-            return None
         for k, r in zip(cons, own_ratio, strict=True):
             if r * (1.0 - SATURATION_RTOL) <= best:
                 return k, best
@@ -670,7 +673,7 @@ class ClassLayer(FlowState):
             lone = None if target >= 0 else self._lone_bottleneck(spec)
             if target >= 0:
                 c = classes[target]
-            elif lone is not None and lone[1] < spec[3] * (1.0 - LEVEL_RTOL):
+            elif lone is not None:
                 # A new bottleneck forms on a lone flow's own path: its class directly.
                 c = self._new_class(lone[0], np.inf, lone[1])
             elif math.isfinite(spec[3]):
