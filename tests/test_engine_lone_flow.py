@@ -11,7 +11,7 @@ of the repair path, which a subclass here keeps (:class:`RepairOnly`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pytest
@@ -24,7 +24,7 @@ from flashsim.engine.flowclasses import FlowSpec
 from flashsim.engine.flows import Flow, FlowNetwork, Resource, Segment
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model
-from flashsim.workloads.replay import JobEngine, PlacedJob
+from flashsim.workloads.replay import JobEngine, JobTarget, PlacedJob
 from flashsim.workloads.trace import JobTrace, OpTable, TraceFile, records_frame
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -213,13 +213,13 @@ def test_lone_flow_classes_give_the_repair_paths_rates_times_and_ledger(
 def _sequential_reads(calls: int) -> JobTrace:
     """One rank reading ``calls`` 4 MiB blocks in a row of a file over 160 OSTs, 4 ms apart."""
     size_B = 4194304.0
-    start = np.arange(calls) * 4e-3
+    start = np.arange(calls, dtype=np.float64) * 4e-3
     ops = OpTable(
         rank=np.zeros(calls, dtype=np.int64),
         file=np.zeros(calls, dtype=np.int64),
         record=np.zeros(calls, dtype=np.int64),
         write=np.zeros(calls, dtype=bool),
-        offset_B=np.arange(calls) * size_B,
+        offset_B=np.arange(calls, dtype=np.float64) * size_B,
         size_B=np.full(calls, size_B),
         start_s=start,
         end_s=start + 1e-3,
@@ -244,7 +244,7 @@ def test_sequential_reads_on_a_wide_stripe_set_take_no_repair_and_the_same_times
     for network in (FlowNetwork, RepairOnly):
         sim = Simulation(0)
         sim.flows = network(sim.env)
-        system = loaded.kind.build(loaded.model, sim, "flow")
+        system = cast(JobTarget, loaded.kind.build(loaded.model, sim, "flow"))
         (times,) = JobEngine(system, "flow").run([PlacedJob("j", _sequential_reads(12))])
         results.append((times.end_s.copy(), dict(sim.flows.stats)))
     (ends, stats), (ref_ends, ref_stats) = results

@@ -148,7 +148,7 @@ def test_rebuild_with_compute_fabric_background_runs_as_without_it(tmp_path: Pat
         'between = ["compute", "compute"], rate_per_pair = "100 GB/s" }]\'\'\'\n\n'
     )
     head = f'name = "t"\nsystem = "{MODEL.as_posix()}"\nseed = 1\nfidelity = "flow"\n\n'
-    details = []
+    details: list[RebuildDetails] = []
     for extra in (background, ""):
         path = tmp_path / f"s{len(details)}.toml"
         path.write_text(head + extra + phase)
