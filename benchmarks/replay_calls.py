@@ -8,7 +8,8 @@
   starting where the last ended, more than the merge gap later, as the DLIO
   logs of darshan-hpc's collection read (drawn from counters): the client's
   read-ahead cap then exceeds what its NIC carries, so every read forms a new
-  bottleneck and takes the engine's exact repair, its slowest path (target 3 s);
+  bottleneck, which the engine's class layer finds on the lone flow's own path
+  (before: the flow-level repair, ~3.7 s; target 3 s);
 * ``replay_500k_calls_s``: 2,048 ranks on 32 nodes each reading 245 random
   1 MiB blocks of a file striped over 16 OSTs, with exponential think times of
   2 ms mean between calls (501,760 calls, each its own flow; target 30 s).

@@ -10,6 +10,7 @@ import pytest
 import simpy
 from flow_helpers import full_solution
 
+from flashsim.engine.flowclasses import FlowSpec
 from flashsim.engine.flows import FlowNetwork
 from flashsim.engine.flowstate import Factored
 from flashsim.engine.maxmin import IntArray, solve_maxmin, solve_maxmin_factored
@@ -79,14 +80,23 @@ class CountingNetwork(FlowNetwork):
         super()._flow_level_solve(new, full)
 
 
+class RepairingNetwork(CountingNetwork):
+    """A counting network without the lone-flow class path: new bottlenecks are repaired."""
+
+    def _lone_bottleneck(self, spec: FlowSpec) -> tuple[int, float] | None:
+        return None
+
+
 def test_a_lone_read_forming_a_new_bottleneck_builds_its_entries_once_per_solve() -> None:
     # Sequential 4 MiB reads, as the DLIO logs read: the client's read-ahead cap exceeds
-    # what its NIC carries, so every read forms a new bottleneck and takes the exact
-    # repair.  The repair asks for the same flow's entries (a 6,000-constraint stripe
-    # set) many times; they are built once per solve (before: ten times).
+    # what its NIC carries, so every read forms a new bottleneck.  The class layer now
+    # gives a lone flow its class from its own path (tests/test_engine_lone_flow.py);
+    # without that, each takes the exact repair, which asks for the same flow's entries
+    # (a 6,000-constraint stripe set) many times; they are built once per solve (before:
+    # ten times).
     loaded = load_system_model(PERLMUTTER)
     sim = Simulation(0)
-    sim.flows = CountingNetwork(sim.env)
+    sim.flows = RepairingNetwork(sim.env)
     system = loaded.kind.build(loaded.model, sim, "flow")
     calls = 12
     trace = random_reads(calls, 160, size_B=4194304.0, sequential=True)

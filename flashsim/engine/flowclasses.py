@@ -210,6 +210,9 @@ class ClassLayer(FlowState):
         # else loads is *solo*: its load is the segment's, checked by the segment's bound.
         self._con_ncls = np.zeros(64, dtype=np.int64)
         self._con_nsegs = np.zeros(64, dtype=np.int64)
+        # Scratch marks for finding a constraint two segments of one flow share.
+        self._lone_stamp = np.zeros(64, dtype=np.int64)
+        self._lone_tick = 0
         # Per-segment bookkeeping.
         self._seg_cls: list[set[int]] = []  # classes with members using it
         self._seg_bott: list[set[int]] = []  # its constraints that are a class's bottleneck
@@ -218,6 +221,10 @@ class ClassLayer(FlowState):
         # The highest rate a segment can carry before one of its constraints saturates on
         # its load alone (min limit / coefficient); NaN when a capacity changed since.
         self._seg_bound: list[float] = []
+        # The level a lone user of unit weight and priority reaches on a segment (its least
+        # capacity / coefficient) and the constraint that sets it; None when a capacity
+        # changed since (see _segment_alone).
+        self._seg_alone: list[tuple[float, int] | None] = []
         # Per-slot class bookkeeping (grown with the slot arrays).
         self._cls = np.zeros(0, dtype=np.int64)
         self._gen: list[int] = []
@@ -252,6 +259,7 @@ class ClassLayer(FlowState):
         self._con_z = np.concatenate([self._con_z, np.zeros(grow)])
         self._con_ncls = np.concatenate([self._con_ncls, np.zeros(grow, dtype=np.int64)])
         self._con_nsegs = np.concatenate([self._con_nsegs, np.zeros(grow, dtype=np.int64)])
+        self._lone_stamp = np.concatenate([self._lone_stamp, np.zeros(grow, dtype=np.int64)])
 
     def _on_new_slots(self, extra: int) -> None:
         self._cls = np.concatenate([self._cls, np.full(extra, -1, dtype=np.int64)])
@@ -267,6 +275,7 @@ class ClassLayer(FlowState):
         self._seg_thr.append([])
         self._seg_z.append(0.0)
         self._seg_bound.append(float("nan"))
+        self._seg_alone.append(None)
         return g
 
     # ------------------------------------------------------------ derived values
@@ -370,6 +379,83 @@ class ClassLayer(FlowState):
         self._touched.add(k)
         for g in self._con_segs[k]:
             self._seg_bound[g] = float("nan")
+            self._seg_alone[g] = None
+
+    def _segment_alone(self, g: int) -> tuple[float, int]:
+        """The rate segment ``g`` carries for a lone user, and the constraint that sets it.
+
+        The least ``capacity_k / coef_gk`` over its constraints (its unit per
+        second) and, among the constraints a user at that rate saturates (within
+        :data:`SATURATION_RTOL`), the lowest index: the one the flow-level
+        solution's bottleneck choice names.  Kept until a capacity changes.
+        """
+        found = self._seg_alone[g]
+        if found is None:
+            cons = self._seg_cons[g]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = self._con_cap[cons] / self._seg_coefs[g]
+            least = float(ratio.min())
+            saturating = cons[ratio * (1.0 - SATURATION_RTOL) <= least]
+            found = self._seg_alone[g] = (least, int(saturating.min()))
+        return found
+
+    def _lone_bottleneck(self, spec: FlowSpec) -> tuple[int, float] | None:
+        """A lone flow's new bottleneck constraint and level; None if not alone or at its cap.
+
+        A flow is *alone* when no class crosses any of its constraints, directly
+        or through a segment in use: its max-min level is then the least
+        ``capacity / (coefficient x priority)`` over its path (its cap aside),
+        set by the first constraint it saturates in path order, own entries
+        before segments (as :meth:`_bottleneck_choice` names it).  This costs
+        its own path: one vector pass over each of its segments' constraints.
+        A path crossing a constraint twice (in its own entries and a segment,
+        or in two segments) is left to the repair.  The level is checked like
+        any class event afterwards.
+        """
+        cons, coefs, prio, level_cap, _size, segs = spec
+        ncls = self._con_ncls
+        nsegs = self._con_nsegs
+        cap = self._con_cap
+        best = np.inf
+        own_ratio: list[float] = []
+        for k, a in zip(cons, coefs, strict=True):
+            if ncls[k] or nsegs[k]:
+                return None
+            r = float(cap[k]) / (a * prio)
+            own_ratio.append(r)
+            best = min(best, r)
+        seg_level: list[tuple[float, int]] = []
+        for g, u in segs:
+            if self._seg_cls[g]:
+                return None
+            least, k = self._segment_alone(g)
+            r = least / (u * prio)
+            seg_level.append((r, k))
+            best = min(best, r)
+        if not 0.0 < best < level_cap * (1.0 - LEVEL_RTOL):
+            return None  # it would run at its cap (or nothing limits it): no new bottleneck
+        # Alone, and crossing no constraint twice?  One vector pass per segment.
+        for k in cons:
+            for g, _u in segs:
+                if k in self._seg_coef_of[g]:
+                    return None
+        if len(segs) > 1:
+            self._lone_tick += 1
+        for g, _u in segs:
+            seg_cons = self._seg_cons[g]
+            if ncls[seg_cons].any() or nsegs[seg_cons].any():
+                return None
+            if len(segs) > 1:
+                if (self._lone_stamp[seg_cons] == self._lone_tick).any():
+                    return None  # two of its segments share a constraint
+                self._lone_stamp[seg_cons] = self._lone_tick
+        for k, r in zip(cons, own_ratio, strict=True):
+            if r * (1.0 - SATURATION_RTOL) <= best:
+                return k, best
+        for r, k in seg_level:
+            if r * (1.0 - SATURATION_RTOL) <= best:
+                return k, best
+        return None  # pragma: no cover - best is one of the ratios
 
     def _solo(self, cons: IntArray) -> BoolArray:
         """Which of ``cons`` only one segment in use loads (no class crosses them directly)."""
@@ -584,13 +670,17 @@ class ClassLayer(FlowState):
                     if classes[cid].mu < best:
                         best = classes[cid].mu
                         target = cid
+            lone = None if target >= 0 else self._lone_bottleneck(spec)
             if target >= 0:
                 c = classes[target]
+            elif lone is not None:
+                # A new bottleneck forms on a lone flow's own path: its class directly.
+                c = self._new_class(lone[0], np.inf, lone[1])
             elif math.isfinite(spec[3]):
                 cap_cid = self._cap_class.get(spec[3])
                 c = classes[cap_cid] if cap_cid is not None else self._new_class(0, best, best)
             else:
-                ok = False  # a new bottleneck forms: leave it to the repair
+                ok = False  # a new bottleneck forms among other flows: leave it to the repair
                 break
             self._join(slot, c, spec[4])
             joined.append(slot)

@@ -177,7 +177,10 @@ class FlowNetwork(ClassLayer):
         self.resources: dict[str, Resource] = {}
         self.segments: dict[str, Segment] = {}
         super().__init__()
-        self._pending_new: list[int] = []
+        # Slots of flows started since the last solve, in start order, each once: a dict
+        # used as an ordered set, so a slot freed before the solve (a flow cancelled as
+        # soon as started) and reused by the next start is not listed, and joined, twice.
+        self._pending_new: dict[int, None] = {}
         self._pending_full = False
         self._solve_scheduled = False
         self._timer_token = 0
@@ -480,7 +483,7 @@ class FlowNetwork(ClassLayer):
         )
         flow = Flow(name, float(size_B), self.env.event(), self.env.now, _slot=slot, _network=self)
         self._flows[slot] = flow
-        self._pending_new.append(slot)
+        self._pending_new[slot] = None
         self._index_recent.append(slot)
         self._schedule_solve()
         return flow
@@ -574,6 +577,7 @@ class FlowNetwork(ClassLayer):
     def _release(self, slots: Sequence[int]) -> None:
         """Remove flows from their classes and the slot arrays."""
         for s in slots:
+            self._pending_new.pop(s, None)  # cancelled before it was ever solved
             spec = self._spec[s]
             if spec is not None:
                 # Their load leaves _con_load when the flow-level arrays are next needed.
@@ -605,7 +609,7 @@ class FlowNetwork(ClassLayer):
     # --------------------------------------------------------------- re-solving
     def _resolve(self) -> None:
         new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
-        self._pending_new = []
+        self._pending_new = {}
         if self._pending_full or wants_full_solve(len(new), self._n_active):
             self._flow_level_solve(new, full=True)
         elif self._fast_update(new):
