@@ -39,7 +39,10 @@ A start or end changes a few ``w`` entries; the classes whose equation
 checks above are re-run for them only.  When any check fails the bottleneck
 structure has changed and :class:`ClassLayer` falls back to the exact
 flow-level repair of :class:`~flashsim.engine.flowstate.FlowState`, then moves
-only the flows that repair reached.
+only the flows that repair reached.  One new bottleneck needs no repair: a flow
+*alone* on its path (no class crosses any of its constraints) runs at the least
+capacity / coefficient along it, so its class is made there directly and checked
+as above (a read on a 160-OST stripe set costs its own path).
 """
 
 from __future__ import annotations
