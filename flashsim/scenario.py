@@ -37,6 +37,7 @@ from flashsim.engine.simulation import Simulation
 from flashsim.measure import bottlenecks
 from flashsim.measure.limits import LimitRecorder
 from flashsim.measure.results import PhaseResult, RunResult
+from flashsim.measure.timeline import RunTimeline
 from flashsim.systems import SYSTEM_KINDS, system_kind
 from flashsim.systems.base import Fidelity, SystemKind, check_work
 from flashsim.timeline.actions import check_events
@@ -413,7 +414,10 @@ def run_loaded(
     #: Each phase run's result with its order: (start time, index in the file, run number).
     results: list[tuple[tuple[float, int, int], PhaseResult]] = []
 
+    series: RunTimeline | None = None
+
     def result() -> RunResult:
+        timeline, bandwidth = series.finish() if series is not None else ([], [])
         return RunResult(
             scenario=scenario.spec.name,
             system=str(getattr(scenario.system.model, "name", "")),
@@ -421,6 +425,8 @@ def run_loaded(
             fidelity=scenario.spec.fidelity,
             wall_time_s=time.perf_counter() - started,
             phases=[r for _, r in sorted(results, key=lambda kr: kr[0])],
+            timeline=timeline,
+            bandwidth=bandwidth,
         )
 
     from flashsim.progress import open_progress
@@ -437,6 +443,8 @@ def run_loaded(
                     scenario.system.model, sim, scenario.spec.fidelity
                 )
             check_events(scenario.events, built, scenario.path)
+            series = RunTimeline(sim, built.status)
+            series.start()
             total = None if any(t.timing.repeat for t in timed) else len(timed)
             with shown.task(scenario.spec.name, total=total, unit="phase") as run:
                 ends: dict[float, bottlenecks.UsageMark] = {}
@@ -446,7 +454,8 @@ def run_loaded(
                     t0 = sim.now
                     start = ends.pop(t0, None) or bottlenecks.mark(sim)
                     recorder = LimitRecorder(sim, start)
-                    state = built.status().to_dict()
+                    assert series is not None
+                    state = series.phase_start(one.name)
                     with shown.task(one.name, clock=_since(sim, t0)):
                         measured = built.run_phase(one.timed.phase)
                     end = bottlenecks.mark(sim)
@@ -454,6 +463,7 @@ def run_loaded(
                     limited_by, most = bottlenecks.phase_loads(sim, start, end)
                     if one.name != one.timed.name:
                         measured = replace(measured, name=one.name)
+                    series.phase_end(one.name, measured)
                     results.append(
                         (
                             (t0, one.timed.index, one.number),
@@ -469,7 +479,9 @@ def run_loaded(
                     )
                     run.advance()
 
-                Timeline(built, timed, scenario.events, run_one, scenario.path).run()
+                Timeline(
+                    built, timed, scenario.events, run_one, scenario.path, on_event=series.event
+                ).run()
         except _LimitReached as exc:
             dog.stop()
             raise RunStopped(str(exc), result()) from None

@@ -46,6 +46,11 @@ class PhaseRun:
     number: int
 
 
+def event_label(event: EventSpec, index: int) -> str:
+    """How reports name an event: ``"<name>: <action>"`` (``events.<i>`` when unnamed)."""
+    return f"{event.name or f'events.{index}'}: {event.action}"
+
+
 def sequential(phases: list[TimedPhase], events: list[EventSpec]) -> bool:
     """Whether the scenario is today's plain sequence: no timing key, no event, no reset."""
     return not events and all(p.timing.sequential and not p.timing.reset for p in phases)
@@ -67,6 +72,9 @@ class Timeline:
         Runs one phase run (in its task) and records its result.
     path : Path
         The scenario file, for messages.
+    on_event : callable, optional
+        Called with a label (``"<name>: <action>"``) right after each event acts,
+        e.g. to sample the state then (:class:`flashsim.measure.timeline.RunTimeline`).
     """
 
     def __init__(
@@ -76,6 +84,7 @@ class Timeline:
         events: list[EventSpec],
         run_one: Callable[[PhaseRun], None],
         path: Path,
+        on_event: Callable[[str], None] | None = None,
     ) -> None:
         self.built = built
         self.sim = built.sim
@@ -83,6 +92,7 @@ class Timeline:
         self.events = events
         self.run_one = run_one
         self.path = path
+        self.on_event = on_event
         self.scheduler = Scheduler(self.sim)
         self._followers: dict[int, list[int]] = {p.index: [] for p in phases}
         for p in phases:
@@ -121,6 +131,8 @@ class Timeline:
         self._due.pop(i, None)
         event = self.events[i]
         apply(event, self.built, self.path, i)
+        if self.on_event is not None:
+            self.on_event(event_label(event, i))
         if event.name is not None:
             self._edge(event.name, "start")
             self._edge(event.name, "end")
