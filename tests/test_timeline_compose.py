@@ -1,0 +1,109 @@
+"""Issue 17's compositions through scenario files: events and timing keys on real Lustre targets.
+
+Each test writes a small scenario (Perlmutter with one OSS: one 12-drive RAID6 OST) and runs it
+the way ``flashsim run`` does, so the timeline, the targets' state and the workloads meet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flashsim.scenario import load_scenario, run_loaded
+from flashsim.workloads.production import ProductionDetails
+
+ROOT = Path(__file__).resolve().parent.parent
+MODEL = (ROOT / "models" / "systems" / "perlmutter.toml").as_posix()
+
+#: An IOR write that keeps the one OST busy for ~10 s of simulated time.
+IOR = """
+[[phases]]
+name = "NAME"
+workload = "ior"
+operation = "write"
+nodes = 8
+ranks_per_node = 4
+transfer_size = "4 MiB"
+block_size = "8 GiB"
+layout = { stripe_count = 1, first_target = 0 }
+"""
+
+#: 60 days at 50 TB/day on the one OST: past the aging onset (~5 OST capacities).
+PRODUCTION = """
+[[phases]]
+name = "prod"
+workload = "production"
+days = 60
+daily_volume = "50 TB"
+"""
+
+
+def _ior(name: str, extra: str = "") -> str:
+    return IOR.replace("NAME", name) + extra
+
+
+def _run(tmp_path: Path, body: str) -> Any:
+    path = tmp_path / "s.toml"
+    path.write_text(
+        f'name = "t"\nsystem = "{MODEL}"\nseed = 1\nfidelity = "flow"\n\n'
+        f'[system_set]\n"oss.count" = 1\n\n{body}'
+    )
+    return run_loaded(load_scenario(path))
+
+
+def test_a_drive_failure_event_during_an_ior_phase_slows_it(tmp_path: Path) -> None:
+    healthy = _run(tmp_path, _ior("write")).phases[0]
+    fail = '[[events]]\nat = "1 s"\naction = "fail-drive"\ntarget = 0\ndrive = 3\n'
+    result = _run(tmp_path, _ior("write") + fail)
+    degraded = result.phases[0]
+    # The rebuild (30 % of the drives' time guaranteed) shares the drives with the write.
+    assert degraded.bandwidth_Bps < 0.9 * healthy.bandwidth_Bps
+    # The event is on the run's timeline, with the drive down from then on.
+    marks = {s.label: s for s in result.timeline}
+    assert marks["events.0: fail-drive"].state["failed_drives"] == 1
+    assert marks["events.0: fail-drive"].time_s == pytest.approx(1.0)
+
+
+def test_a_rebuild_under_a_checkpoint_ends_later_than_on_idle_drives(tmp_path: Path) -> None:
+    """The same failure, once with IOR writes running and once on idle drives (a probe later).
+
+    The rebuild reconstructs a whole 15.36 TB drive; the phase after it sees the target healthy
+    again only once the rebuild is done, so the time the drive was down is read from the
+    state the timeline sampled.
+    """
+    fail = '[[events]]\nat = "0 s"\naction = "fail-drive"\ntarget = 0\ndrive = 3\n'
+    idle_probe = _ior("probe", '\nstart = "3 h"\n')
+
+    def down_s(result: Any) -> float:
+        samples = [(s.time_s, s.state["failed_drives"]) for s in result.timeline]
+        up = [t for t, down in samples if t > 0 and down == 0]
+        assert up, "the rebuild never finished within the run"
+        return min(up)
+
+    idle = _run(tmp_path, idle_probe + fail)
+    loaded = _run(tmp_path, _ior("load", '\nrepeat = { count = 40, every = "1 s" }\n') + idle_probe + fail)
+    assert down_s(loaded) > down_s(idle)
+
+
+def test_a_trim_event_restores_the_write_bandwidth(tmp_path: Path) -> None:
+    trim = '[[events]]\nrelative_to = "prod"\nedge = "end"\naction = "trim"\ntargets = "all"\n'
+    # The TRIM takes each drive's dead bytes over its TRIM rate (hours): the write after it
+    # starts once it is done.
+    body = _ior("fresh") + PRODUCTION + _ior("aged") + _ior("trimmed", '\nstart = "70 days"\n')
+    fresh, prod, aged, trimmed = _run(tmp_path, body + trim).phases
+    loss = prod.details(ProductionDetails).write_loss[-1]
+    assert loss > 0.05
+    assert aged.bandwidth_Bps < (1 - 0.5 * loss) * fresh.bandwidth_Bps
+    assert trimmed.bandwidth_Bps == pytest.approx(fresh.bandwidth_Bps, rel=2e-3)
+
+
+def test_reset_on_a_phase_gives_fresh_drives(tmp_path: Path) -> None:
+    fresh, prod, aged, reset = _run(
+        tmp_path, _ior("fresh") + PRODUCTION + _ior("aged") + _ior("reset", "\nreset = true\n")
+    ).phases
+    assert aged.bandwidth_Bps < 0.95 * fresh.bandwidth_Bps
+    assert reset.bandwidth_Bps == pytest.approx(fresh.bandwidth_Bps, rel=1e-9)
+    assert reset.start_state is not None and reset.start_state["mean_write_amplification"] == 1.0
+    assert aged.start_state is not None and aged.start_state["mean_write_amplification"] > 1.1
