@@ -107,3 +107,21 @@ def test_reset_on_a_phase_gives_fresh_drives(tmp_path: Path) -> None:
     assert reset.bandwidth_Bps == pytest.approx(fresh.bandwidth_Bps, rel=1e-9)
     assert reset.start_state is not None and reset.start_state["mean_write_amplification"] == 1.0
     assert aged.start_state is not None and aged.start_state["mean_write_amplification"] > 1.1
+
+
+def test_the_fast_forward_example_tells_its_story() -> None:
+    """scenarios/examples/timeline-fast-forward.toml: fresh, aged past the onset, TRIM, aged again."""
+    result = run_loaded(load_scenario(ROOT / "scenarios/examples/timeline-fast-forward.toml"))
+    probe = {p.name: p.bandwidth_Bps for p in result.phases if p.name.startswith("probe@")}
+    assert len(probe) == 12
+    prod = next(p for p in result.phases if p.name == "production")
+    loss = prod.details(ProductionDetails).write_loss
+    # Day 5 (250 TB written, under the ~665 TB onset) is fresh; by day 15 the drives lost the
+    # plateau's ~10 %, and the probe with them.
+    assert loss[4] < 0.01 and loss[14] > 0.05
+    assert probe["probe@15d"] == pytest.approx(probe["probe@5d"] * (1 - loss[14]), rel=5e-3)
+    # The TRIM on day 100 gives the space back: day 105 writes as fresh; by day 115 aged again.
+    assert probe["probe@105d"] == pytest.approx(probe["probe@5d"], rel=1e-3)
+    assert probe["probe@115d"] < 0.95 * probe["probe@5d"]
+    labels = [s.label for s in result.timeline]
+    assert "events.0: fail-drive" in labels and "events.1: trim" in labels
