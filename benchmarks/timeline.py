@@ -31,7 +31,9 @@ def main(argv: list[str]) -> int:
     start = time.perf_counter()
     result = run_loaded(load_scenario(SCENARIOS / CASES[argv[1]]))
     wall = time.perf_counter() - start
-    print(json.dumps({"phases": len(result.phases), "wall_s": wall, "peak_rss_MiB": peak_rss_MiB()}))
+    print(
+        json.dumps({"phases": len(result.phases), "wall_s": wall, "peak_rss_MiB": peak_rss_MiB()})
+    )
     return 0
 
 

@@ -83,7 +83,9 @@ def test_a_rebuild_under_a_checkpoint_ends_later_than_on_idle_drives(tmp_path: P
         return min(up)
 
     idle = _run(tmp_path, idle_probe + fail)
-    loaded = _run(tmp_path, _ior("load", '\nrepeat = { count = 40, every = "1 s" }\n') + idle_probe + fail)
+    loaded = _run(
+        tmp_path, _ior("load", '\nrepeat = { count = 40, every = "1 s" }\n') + idle_probe + fail
+    )
     assert down_s(loaded) > down_s(idle)
 
 
