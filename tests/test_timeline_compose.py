@@ -102,7 +102,7 @@ def test_a_trim_event_restores_the_write_bandwidth(tmp_path: Path) -> None:
 
 
 def test_reset_on_a_phase_gives_fresh_drives(tmp_path: Path) -> None:
-    fresh, prod, aged, reset = _run(
+    fresh, _prod, aged, reset = _run(
         tmp_path, _ior("fresh") + PRODUCTION + _ior("aged") + _ior("reset", "\nreset = true\n")
     ).phases
     assert aged.bandwidth_Bps < 0.95 * fresh.bandwidth_Bps
@@ -112,7 +112,7 @@ def test_reset_on_a_phase_gives_fresh_drives(tmp_path: Path) -> None:
 
 
 def test_the_fast_forward_example_tells_its_story() -> None:
-    """scenarios/examples/timeline-fast-forward.toml: fresh, aged past the onset, TRIM, aged again."""
+    """The fast-forward example: fresh, aged past the onset, TRIMmed, aged again."""
     result = run_loaded(load_scenario(ROOT / "scenarios/examples/timeline-fast-forward.toml"))
     probe = {p.name: p.bandwidth_Bps for p in result.phases if p.name.startswith("probe@")}
     assert len(probe) == 12
