@@ -13,7 +13,7 @@ import simpy
 from flashsim.components.target_state import StatefulTarget, SystemStatus
 from flashsim.components.tier import BULK_STRIPES, ScmQlcTier, TierSpec
 from flashsim.engine.simulation import Simulation
-from flashsim.scenario import load_system_model
+from flashsim.scenario import load_system_model, run_scenario
 from flashsim.systems.vast import VastSystem
 from flashsim.systems.vast_endurance import VastEndurancePhase
 from flashsim.systems.vast_rebuild import VastRebuildPhase
@@ -570,3 +570,30 @@ def test_request_fidelity_reads_visit_the_reconstructing_drives() -> None:
     assert extra > 0 and extra % 35 == 0
     # About 1 read in 40 is reconstructed (a strip of drive 3 in the 40-drive stripe).
     assert 0.5 * reads / 40 < extra / 35 < 1.5 * reads / 40
+
+
+DAY = "scenarios/vast/day-with-rebuild.toml"
+
+
+@pytest.mark.parametrize("ranks_per_node", [4, 8])
+def test_the_day_with_rebuild_reads_pay_the_degraded_read_once_the_drives_bind(
+    ranks_per_node: int,
+) -> None:
+    """32 ranks stay concurrency-bound; 64 are held to what the rebuild leaves the survivors."""
+    sets = {
+        f"phases.{p}.ranks_per_node": str(ranks_per_node)
+        for p in ("write", "read-aged", "read-aged-rebuilding")
+    }
+    phases = {p.name: p for p in run_scenario(DAY, sets).phases}
+    healthy = phases["read-aged"].bandwidth_Bps
+    rebuilding = phases["read-aged-rebuilding"].bandwidth_Bps
+    # The drives could give the degraded read ~53.6 GB/s: 70 % of the 43 survivors, ~1.8 drive
+    # reads per byte (the job's data sits in migrated stripes: not exactly 1/44 per drive).
+    bound = degraded_read_Bps(0.0)
+    if ranks_per_node == 4:
+        assert healthy < 0.9 * bound
+        # Only the CNode decode latency in the read-ahead loop shows.
+        assert 0.999 * healthy < rebuilding < healthy
+    else:
+        assert healthy > 1.5 * bound
+        assert rebuilding == pytest.approx(bound, rel=0.02)
