@@ -597,3 +597,20 @@ def test_the_day_with_rebuild_reads_pay_the_degraded_read_once_the_drives_bind(
     else:
         assert healthy > 1.5 * bound
         assert rebuilding == pytest.approx(bound, rel=0.02)
+
+
+def test_a_qlc_drive_replaced_before_its_rebuild_ended_takes_new_stripes_after_it() -> None:
+    tier = tiny_tier()
+    tier.place_aged("old", 60 * MIB_B)
+    tier.take_out("qlc", 2)
+    tier.put_back("qlc", 2)  # a fresh drive in the slot; the lost strips are not rebuilt yet
+    assert tier.qlc_out == set() and 2 not in tier.qlc_in_service
+    tier.place_aged("mid", 60 * MIB_B)
+    assert tier.read_weights("mid")[1][2] == 0.0
+    _, stored, _ = tier.read_weights("old")
+    assert tier.degraded_reads(stored, MIB_B)[0].sum() == pytest.approx(1.5, rel=1e-12)
+    tier.rebuilt(2)
+    assert 2 in tier.qlc_in_service
+    tier.place_aged("new", 60 * MIB_B)
+    assert tier.read_weights("new")[1][2] == pytest.approx(1 / 6, rel=1e-12)
+    np.testing.assert_allclose(tier.read_weights("old")[1], [0.2, 0.2, 0.0, 0.2, 0.2, 0.2])

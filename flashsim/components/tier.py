@@ -366,6 +366,8 @@ class ScmQlcTier:
         if drive not in self.qlc_lost:
             return
         self.qlc_lost.discard(drive)
+        if drive not in self.qlc_out:  # replaced meanwhile: it takes new stripes from now on
+            self._update_service()
         dest = self._rebuild_destinations([drive])
         for loc in self.qlc_objects.values():
             if loc.lost_B is None or not loc.lost_B[drive] > 0:
@@ -377,7 +379,7 @@ class ScmQlcTier:
 
     def _rebuild_destinations(self, failed: Sequence[int]) -> FloatArray:
         """Share of a rebuilt strip each QLC drive received (the rebuild's writes; sums to 1)."""
-        down = sorted(set(failed) | self.qlc_out)
+        down = sorted(set(failed) | self._qlc_down())
         if len(down) >= len(self.qlc):
             return np.full(len(self.qlc), 1.0 / len(self.qlc))
         write = rebuild_traffic(self.geometry, down).write_per_B
@@ -441,7 +443,7 @@ class ScmQlcTier:
         lost = float(out[failed].sum())
         out[failed] = 0.0
         survivors = out.copy()
-        survivors[sorted(self.qlc_out)] = 0.0
+        survivors[sorted(self._qlc_down())] = 0.0
         if not survivors.sum() > 0:  # nothing else of it stored: the stripe's drives in service
             survivors = np.zeros(len(self.qlc))
             survivors[self._qlc_in] = 1.0
@@ -482,7 +484,7 @@ class ScmQlcTier:
         count = len(state.replacement(drive, "read", self.full_stripe(size_B)))
         decode_s = state.geometry.data * size_B / state.decode_Bps
         p = np.asarray(weights, dtype=np.float64).copy()
-        p[sorted(self.qlc_out)] = 0.0
+        p[sorted(self._qlc_down())] = 0.0
         if not p.sum() > 0:
             p = np.zeros(len(self.qlc))
             p[self._qlc_in] = 1.0
@@ -497,7 +499,8 @@ class ScmQlcTier:
         """A fresh, empty drive replaces ``drive`` of ``medium``: new bytes may use it again.
 
         Strips it held that are not rebuilt yet stay lost until :meth:`rebuilt`
-        (the rebuild goes on into the survivors' free space).
+        (the rebuild goes on into the survivors' free space); until then a QLC
+        drive takes no new stripe.
         """
         out = self.scm_out if medium == "scm" else self.qlc_out
         if drive in out:
@@ -506,10 +509,19 @@ class ScmQlcTier:
         if medium == "qlc":
             self.qlc_phys_written_B[drive] = 0.0
 
+    def _qlc_down(self) -> set[int]:
+        """QLC drives taking no new stripe: out, or replaced before their rebuild ended."""
+        return self.qlc_out | self.qlc_lost
+
     def _update_service(self) -> None:
-        """Recompute the drives in service (all of a medium if none is left: data is lost)."""
+        """Recompute the drives in service (all of a medium if none is left: data is lost).
+
+        A QLC drive replaced while its strips are still being rebuilt takes new
+        stripes once the rebuild has ended (:meth:`rebuilt`).
+        """
         scm = [i for i in range(len(self.scm)) if i not in self.scm_out]
-        qlc = [i for i in range(len(self.qlc)) if i not in self.qlc_out]
+        down = self._qlc_down()
+        qlc = [i for i in range(len(self.qlc)) if i not in down]
         self._scm_in = np.array(scm or range(len(self.scm)), dtype=np.int64)
         self._qlc_in = np.array(qlc or range(len(self.qlc)), dtype=np.int64)
         self._service_version += 1
@@ -538,7 +550,7 @@ class ScmQlcTier:
         live = self._qlc_in
         width = self.stripe_width(c)
         if self.spec.placement == "rotate":
-            if not self.qlc_out:
+            if not self._qlc_down():
                 return np.full(n, 1.0 / n)
             weights = np.zeros(n)
             weights[live] = 1.0 / max(live.size, 1)

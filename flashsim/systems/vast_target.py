@@ -282,7 +282,8 @@ class VastPool:
 
         A rebuild still running goes on (VAST rebuilds into the survivors'
         free space, not into the replacement) and the drive counts as failed
-        until it ends.  Replacing a drive in service gives it a fresh one too.
+        until it ends; a replaced QLC drive takes new stripes from then on.
+        Replacing a drive in service gives it a fresh one too.
         """
         medium, index = self._split(drive)
         system = self.system
