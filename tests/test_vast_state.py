@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flashsim.components.target_state import StatefulTarget, SystemStatus
 from flashsim.components.tier import BULK_STRIPES, ScmQlcTier, TierSpec
@@ -614,3 +616,27 @@ def test_a_qlc_drive_replaced_before_its_rebuild_ended_takes_new_stripes_after_i
     tier.place_aged("new", 60 * MIB_B)
     assert tier.read_weights("new")[1][2] == pytest.approx(1 / 6, rel=1e-12)
     np.testing.assert_allclose(tier.read_weights("old")[1], [0.2, 0.2, 0.0, 0.2, 0.2, 0.2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    weights=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6).filter(lambda w: sum(w) > 0.1),
+    failed=st.integers(0, 5),
+    progress=st.floats(0.0, 1.0),
+    full=st.booleans(),
+)
+def test_degraded_reads_cost_the_lost_share_times_its_reconstruction(
+    weights: list[float], failed: int, progress: float, full: bool
+) -> None:
+    """Any layout: the failed drive is never read; its share costs (1-r) R + r reads, R = k or 1."""
+    tier = tiny_tier()
+    tier.take_out("qlc", failed)
+    tier.rebuild_progress = lambda: progress
+    w = np.asarray(weights)
+    reads, decode_s = tier.degraded_reads(w, 4 * MIB_B if full else MIB_B)
+    assert reads[failed] == 0.0
+    assert np.all(np.delete(reads, failed) >= np.delete(w, failed))
+    per_lost = (1 - progress) * (1 if full else 4) + progress
+    expect = w.sum() - w[failed] + w[failed] * per_lost
+    assert reads.sum() == pytest.approx(expect, rel=1e-9, abs=1e-12)
+    assert decode_s >= 0.0 and (decode_s > 0) == (w[failed] > 0 and progress < 1)

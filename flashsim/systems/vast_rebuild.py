@@ -88,8 +88,8 @@ class VastRebuildDetails(PhaseDetails):
     rebuild_time_s, rebuild_alone_s : float
         Rebuild time (s) under the phase's load, and on idle drives.
     read_before_Bps, read_during_Bps : float
-        Foreground read bandwidth (bytes/s) healthy and while rebuilding
-        (NaN without load).
+        Foreground read bandwidth (bytes/s) healthy and while rebuilding, as
+        the rebuild starts (degraded reads, nothing rebuilt yet; NaN without load).
     """
 
     ec_data: int
