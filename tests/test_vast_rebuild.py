@@ -38,9 +38,11 @@ def test_readers_and_rebuild_share_the_drives_by_the_policy(
         # Saturating readers leave the rebuild its guaranteed share (the idle-time flow,
         # at the lowest priority weight, takes a sliver more) ...
         assert d.rebuild_time_s == pytest.approx(idle / priority, rel=1e-3)
-        # ... and keep the rest of the 43 survivors' time.
+        # ... and keep the rest of the 43 survivors' time, where a logical byte costs 43/44
+        # healthy reads plus, for the failed drive's 1/44, 36 survivor reads (a degraded
+        # read of a 1 MiB RPC in a 111 MB strip, nothing rebuilt yet when the reader starts).
         assert d.read_during_Bps == pytest.approx(
-            (1 - priority) * d.read_before_Bps * 43 / 44, rel=1e-3
+            (1 - priority) * d.read_before_Bps * 43 / 44 / (43 / 44 + 36 / 44), rel=1e-3
         )
     assert (
         details["rebuild-gentle"].read_during_Bps > details["rebuild-under-reads"].read_during_Bps

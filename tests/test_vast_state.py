@@ -9,11 +9,13 @@ from typing import Any
 import numpy as np
 import pytest
 import simpy
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from flashsim.components.target_state import StatefulTarget, SystemStatus
-from flashsim.components.tier import BULK_STRIPES
+from flashsim.components.tier import BULK_STRIPES, ScmQlcTier, TierSpec
 from flashsim.engine.simulation import Simulation
-from flashsim.scenario import load_system_model
+from flashsim.scenario import load_system_model, run_scenario
 from flashsim.systems.vast import VastSystem
 from flashsim.systems.vast_endurance import VastEndurancePhase
 from flashsim.systems.vast_rebuild import VastRebuildPhase
@@ -425,3 +427,216 @@ def test_a_jobs_phase_leaves_its_scm_fill_and_wear_to_the_next_phase() -> None:
     assert system.pool.status().host_written_B == pytest.approx(
         (384 * GIB - 180e9) * 40 / 36 / 44, rel=1e-3
     )
+
+
+# ------------------------------------------------------------------ degraded reads
+MIB_B = 2**20
+
+
+def tiny_tier(stripe: str = "4 MiB") -> ScmQlcTier:
+    """2 SCM and 6 QLC drives, EC 4+1: one stripe of 4 MiB logical is 4 data strips of 1 MiB."""
+    sim = Simulation(0)
+    scm = [sim.flows.add_resource(f"scm{i}", 2.5e9) for i in range(2)]
+    qlc = [sim.flows.add_resource(f"qlc{i}", 3.2e9) for i in range(6)]
+    spec = TierSpec.model_validate(
+        {"write_buffer": "1 GB", "stripe_size": stripe, "ec_data": 4, "ec_parity": 1}
+    )
+    return ScmQlcTier(sim, "t", spec, scm, qlc, scm_write_cost=1.25, qlc_write_cost=3.2)
+
+
+def test_a_lost_strip_is_read_from_k_survivors_until_the_rebuild_recreates_it() -> None:
+    tier = tiny_tier()
+    tier.place_aged("old", 60 * MIB_B)  # incompressible, rotated: 1/6 of its strips per drive
+    _, healthy, _ = tier.read_weights("old")
+    np.testing.assert_allclose(healthy, 1 / 6)
+    assert tier.degraded_state() is None
+    assert tier.degraded_reads(healthy, MIB_B) == (healthy, 0.0)
+    tier.take_out("qlc", 2)
+    _, stored, _ = tier.read_weights("old")
+    np.testing.assert_allclose(stored, 1 / 6)  # the lost strips still count where they were
+    state = tier.degraded_state()
+    assert state is not None and state.failed == [2] and state.rebuilt_fraction == 0.0
+    # A 1 MiB read (within one strip): a lost strip (1/6 of the reads) costs k = 4 reads of
+    # the same size from the 5 survivors: 5/6 + 4/6 = 1.5 drive reads per read.
+    reads, decode_s = tier.degraded_reads(stored, MIB_B)
+    assert reads[2] == 0.0
+    np.testing.assert_allclose(np.delete(reads, 2), 1 / 6 + (1 / 6) * 4 / 5, rtol=1e-12)
+    assert reads.sum() == pytest.approx(1.5, rel=1e-12)
+    assert reads.sum() == pytest.approx(state.mean_factor("read", spread=False), rel=1e-12)
+    # ... and its decode on the CNode: 4 MiB of survivors at 20 GB/s, for 1 read in 6.
+    assert decode_s == pytest.approx(4 * MIB_B / 20e9 / 6, rel=1e-12)
+    # A full-stripe read (4 MiB: the stripe's 4 data strips) reads one parity strip per lost
+    # strip: as many drive reads as healthy, the lost drive's share on the survivors.
+    full, _ = tier.degraded_reads(stored, 4 * MIB_B)
+    assert full.sum() == pytest.approx(1.0, rel=1e-12)
+    np.testing.assert_allclose(np.delete(full, 2), 1 / 6 + (1 / 6) / 5, rtol=1e-12)
+    # The penalty falls as the rebuild re-creates the strips (read once where it wrote them).
+    totals = []
+    for progress in (0.0, 0.25, 0.5, 1.0):
+        tier.rebuild_progress = lambda p=progress: p
+        totals.append(tier.degraded_reads(stored, MIB_B)[0].sum())
+    np.testing.assert_allclose(totals, [1.5, 1 + 0.75 * 0.5, 1 + 0.5 * 0.5, 1.0], rtol=1e-12)
+    # The rebuild ends: the strips live on the survivors, read once, evenly.
+    tier.rebuilt(2)
+    assert tier.degraded_state() is None
+    _, after, _ = tier.read_weights("old")
+    assert after[2] == 0.0 and after.sum() == pytest.approx(1.0, rel=1e-12)
+    np.testing.assert_allclose(np.delete(after, 2), 1 / 5, rtol=1e-12)
+    assert tier.degraded_reads(after, MIB_B)[0] is after
+
+
+def test_a_failed_scm_drives_buffered_bytes_are_read_from_their_other_replica() -> None:
+    tier = tiny_tier()
+    tier.buffer.add_bytes("new", 10 * MIB_B)
+    tier.take_out("scm", 0)
+    path = tier.read_path("new", MIB_B)
+    assert [r.name for r, _ in path] == ["scm1"]  # no QLC read, no reconstruction
+    assert path[0][1] == pytest.approx(1.0)
+    assert tier.degraded_state() is None
+
+
+def test_request_fidelity_draws_the_survivors_that_reconstruct_a_lost_strip() -> None:
+    tier = tiny_tier()
+    tier.place_aged("old", 60 * MIB_B)
+    tier.take_out("qlc", 2)
+    _, stored, _ = tier.read_weights("old")
+    rng = np.random.default_rng(1)
+    assert tier.reconstruct(4, MIB_B, stored, rng) == ([4], 0.0)  # a healthy drive's strip
+    drives, decode_s = tier.reconstruct(2, MIB_B, stored, rng)
+    assert len(drives) == 4 == len(set(drives)) and 2 not in drives
+    assert decode_s == pytest.approx(4 * MIB_B / 20e9, rel=1e-12)
+    full, _ = tier.reconstruct(2, 4 * MIB_B, stored, rng)
+    assert len(full) == 1 and full != [2]  # a full-stripe read: one parity strip
+    tier.rebuild_progress = lambda: 1.0
+    rebuilt, decode_s = tier.reconstruct(2, MIB_B, stored, rng)
+    assert len(rebuilt) == 1 and rebuilt != [2] and decode_s == 0.0
+
+
+#: Drive-bound reads (DRIVE_BOUND) and a rebuild of 2 % of a drive, which outlasts them.
+SLOW_REBUILD = {**DRIVE_BOUND, "tier.drive_fill": "0.02"}
+
+
+def degraded_read_Bps(progress: float) -> float:
+    """A drive-bound read of aged data, started with 1 of 44 QLC drives down at ``progress``.
+
+    Under load the rebuild keeps its guaranteed 30 % of the drives; the read gets the other
+    70 % of the 43 survivors (3.2 GB/s each) and pays per logical byte 43/44 healthy reads,
+    plus for the 1/44 lost: 36 reads (1 MiB RPCs in 111 MB strips) for what is not rebuilt
+    yet, and 1 read where the rebuild wrote it for the rest.
+    """
+    per_B = 43 / 44 + (1 / 44) * ((1 - progress) * 36 + progress * 1)
+    return 0.7 * 43 * 3.2e9 / per_B
+
+
+def test_a_read_while_a_qlc_drive_rebuilds_pays_the_reconstruction_less_as_it_progresses() -> None:
+    system = build(SLOW_REBUILD)
+    write(system, "d", 8, nodes=16, ppn=8)
+    system.sim.run(system.tier.buffer.flush())
+    for rank in range(16 * 8):  # as aged files, each spread evenly over the 44 drives
+        obj = system.object_name("d", rank)
+        system.tier.forget(obj)
+        system.tier.place_aged(obj, 8 * GIB)
+    system.pool.fail_drive(0)
+    degraded = read(system, "d", 8, nodes=16, ppn=8)
+    assert degraded.bandwidth_Bps == pytest.approx(degraded_read_Bps(0.0), rel=1e-3)
+    assert degraded.bandwidth_Bps < 0.6 * 0.7 * 43 * 3.2e9  # the old even spread: 96.3 GB/s
+    # Half rebuilt (idle drives: the whole rebuild rate), the next read pays less.
+    rebuild = system.pool.rebuild_of(0)
+    assert rebuild is not None
+    left_B = 0.5 * rebuild.volume_B - rebuild.moved_B()
+    system.sim.run(system.sim.now + left_B / rebuild.rate_Bps())
+    progress = system.pool.qlc_rebuilt_fraction()
+    assert progress == pytest.approx(0.5, rel=1e-6)
+    half = read(system, "d", 8, nodes=16, ppn=8)
+    assert half.bandwidth_Bps == pytest.approx(degraded_read_Bps(progress), rel=1e-3)
+    assert half.bandwidth_Bps > 1.2 * degraded.bandwidth_Bps
+    system.sim.run(rebuild.done)
+    assert system.tier.degraded_state() is None
+    after = read(system, "d", 8, nodes=16, ppn=8)
+    assert after.bandwidth_Bps == pytest.approx(43 * 3.2e9, rel=1e-3)
+
+
+def test_request_fidelity_reads_visit_the_reconstructing_drives() -> None:
+    loaded = load_system_model(MODEL)
+    system = loaded.kind.build(loaded.model, Simulation(0), "request")
+    assert isinstance(system, VastSystem)
+    common = {"block_size_B": 2**20, "segments": 512, "fidelity": "request", "direct_io": True}
+    system.run_phase(_ior("w", "write", 1, 4, 2**20, "d", **common))
+    system.tier.drain_all()  # the dataset on QLC: 2 GiB, in the first stripe (drives 0-39)
+    system.pool.fail_drive(3)  # a full drive: its rebuild takes hours, the read milliseconds
+    system.run_phase(_ior("r", "read", 1, 4, 2**20, "d", **common))
+    visits = [cmd.visits for cmd, _ in system._drive_queues()["qlc"]]
+    assert visits[3] == 0
+    reads = 4 * 512
+    extra = sum(visits) - reads  # each reconstructed read: 36 survivors instead of 1 drive
+    assert extra > 0 and extra % 35 == 0
+    # About 1 read in 40 is reconstructed (a strip of drive 3 in the 40-drive stripe).
+    assert 0.5 * reads / 40 < extra / 35 < 1.5 * reads / 40
+
+
+DAY = "scenarios/vast/day-with-rebuild.toml"
+
+
+@pytest.mark.parametrize("ranks_per_node", [4, 8])
+def test_the_day_with_rebuild_reads_pay_the_degraded_read_once_the_drives_bind(
+    ranks_per_node: int,
+) -> None:
+    """32 ranks stay concurrency-bound; 64 are held to what the rebuild leaves the survivors."""
+    sets = {
+        f"phases.{p}.ranks_per_node": str(ranks_per_node)
+        for p in ("write", "read-aged", "read-aged-rebuilding")
+    }
+    phases = {p.name: p for p in run_scenario(DAY, sets).phases}
+    healthy = phases["read-aged"].bandwidth_Bps
+    rebuilding = phases["read-aged-rebuilding"].bandwidth_Bps
+    # The drives could give the degraded read ~53.6 GB/s: 70 % of the 43 survivors, ~1.8 drive
+    # reads per byte (the job's data sits in migrated stripes: not exactly 1/44 per drive).
+    bound = degraded_read_Bps(0.0)
+    if ranks_per_node == 4:
+        assert healthy < 0.9 * bound
+        # Only the CNode decode latency in the read-ahead loop shows.
+        assert 0.999 * healthy < rebuilding < healthy
+    else:
+        assert healthy > 1.5 * bound
+        assert rebuilding == pytest.approx(bound, rel=0.02)
+
+
+def test_a_qlc_drive_replaced_before_its_rebuild_ended_takes_new_stripes_after_it() -> None:
+    tier = tiny_tier()
+    tier.place_aged("old", 60 * MIB_B)
+    tier.take_out("qlc", 2)
+    tier.put_back("qlc", 2)  # a fresh drive in the slot; the lost strips are not rebuilt yet
+    assert tier.qlc_out == set() and 2 not in tier.qlc_in_service
+    tier.place_aged("mid", 60 * MIB_B)
+    assert tier.read_weights("mid")[1][2] == 0.0
+    _, stored, _ = tier.read_weights("old")
+    assert tier.degraded_reads(stored, MIB_B)[0].sum() == pytest.approx(1.5, rel=1e-12)
+    tier.rebuilt(2)
+    assert 2 in tier.qlc_in_service
+    tier.place_aged("new", 60 * MIB_B)
+    assert tier.read_weights("new")[1][2] == pytest.approx(1 / 6, rel=1e-12)
+    np.testing.assert_allclose(tier.read_weights("old")[1], [0.2, 0.2, 0.0, 0.2, 0.2, 0.2])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    weights=st.lists(st.floats(0.0, 1.0), min_size=6, max_size=6).filter(lambda w: sum(w) > 0.1),
+    failed=st.integers(0, 5),
+    progress=st.floats(0.0, 1.0),
+    full=st.booleans(),
+)
+def test_degraded_reads_cost_the_lost_share_times_its_reconstruction(
+    weights: list[float], failed: int, progress: float, full: bool
+) -> None:
+    """Any layout: the failed drive is never read; its share costs (1-r) R + r reads, R = k or 1."""
+    tier = tiny_tier()
+    tier.take_out("qlc", failed)
+    tier.rebuild_progress = lambda: progress
+    w = np.asarray(weights)
+    reads, decode_s = tier.degraded_reads(w, 4 * MIB_B if full else MIB_B)
+    assert reads[failed] == 0.0
+    assert np.all(np.delete(reads, failed) >= np.delete(w, failed))
+    per_lost = (1 - progress) * (1 if full else 4) + progress
+    expect = w.sum() - w[failed] + w[failed] * per_lost
+    assert reads.sum() == pytest.approx(expect, rel=1e-9, abs=1e-12)
+    assert decode_s >= 0.0 and (decode_s > 0) == (w[failed] > 0 and progress < 1)

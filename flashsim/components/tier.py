@@ -33,15 +33,23 @@ Drive resources carry their read bandwidth as capacity; a written byte costs
 writes), divided by ``scm_write_efficiency`` on SCM.
 
 State for the whole run (issue 17): a drive may be taken out of service
-(:meth:`ScmQlcTier.take_out`: it failed) and put back (:meth:`ScmQlcTier.put_back`:
-a fresh drive replaced it).  New bytes then avoid it: writes replicate over
-the SCM drives in service, the migration reads them and opens stripes on the
-QLC drives in service, and the bytes a failed QLC drive held are read from the
-survivors (a full-stripe read of a stripe with a lost strip reads one parity
-strip instead; the rebuild puts the strip on the survivors' free space), so
-its share of every object's reads moves to them evenly.  With every drive in
-service the tier behaves exactly as before.  :meth:`ScmQlcTier.fast_forward`
-advances the buffer and the QLC wear over bytes that no flow simulates.
+(:meth:`ScmQlcTier.take_out`: it failed) and put back
+(:meth:`ScmQlcTier.put_back`: a fresh drive replaced it).  New bytes then
+avoid it: writes replicate over the SCM drives in service, the migration reads
+them and opens stripes on the QLC drives in service, and the bytes a failed
+QLC drive held are read from the survivors.  A degraded read is the erasure
+code's (:class:`~flashsim.components.rebuild.DegradedState`, written once for
+every layout): until the rebuild re-creates a strip that sat on a failed QLC
+drive, a read of it is reconstructed from ``ec_data`` surviving strips of its
+stripe (``k`` drive reads of the same size, one parity read when the read
+covers the whole stripe, :meth:`ArrayGeometry.reconstruct_reads
+<flashsim.components.rebuild.ArrayGeometry.reconstruct_reads>`) and decoded on
+the CNode; the share the rebuild has re-created (its ``rebuilt_fraction``) is
+read once, where the rebuild wrote it (the survivors' free space).  Reads of a
+failed SCM drive's buffered bytes go to their other replica (no
+reconstruction).  With every drive in service the tier behaves exactly as
+before.  :meth:`ScmQlcTier.fast_forward` advances the buffer and the QLC wear
+over bytes that no flow simulates.
 """
 
 from __future__ import annotations
@@ -56,7 +64,12 @@ import numpy.typing as npt
 from pydantic import Field
 
 from flashsim.components.fluid import BufferCheck, DrainPath, FluidBuffer, Pieces
-from flashsim.components.rebuild import RebuildPolicy
+from flashsim.components.rebuild import (
+    ArrayGeometry,
+    DegradedState,
+    RebuildPolicy,
+    rebuild_traffic,
+)
 from flashsim.config import Bytes, StrictModel, UnitFraction
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
@@ -125,8 +138,9 @@ class TierSpec(StrictModel):
         description=(
             "How a failed SCM or QLC drive is rebuilt against the foreground I/O "
             "(components.rebuild): guaranteed priority share (ASSUMED default 0.3, as the "
-            "vast-rebuild phase's), idle share, rate cap; decode_bandwidth is unused (the "
-            "drives bound a VAST rebuild)."
+            "vast-rebuild phase's), idle share, rate cap; decode_bandwidth is what one CNode "
+            "core decodes of a degraded read's survivor bytes (its latency; the drives bound "
+            "the rebuild itself)."
         ),
     )
     drive_fill: UnitFraction = Field(
@@ -166,10 +180,14 @@ class QlcLocation:
         Logical (user) bytes of the object on QLC.
     phys_read_B : numpy.ndarray
         Physical bytes per QLC drive that reading all of them touches.
+    lost_B : numpy.ndarray or None
+        Physical bytes per QLC drive that sat on a failed drive whose rebuild
+        has not ended (``None``: none); they are not in :attr:`phys_read_B`.
     """
 
     logical_B: float
     phys_read_B: FloatArray
+    lost_B: FloatArray | None = None
 
 
 @dataclass
@@ -281,6 +299,14 @@ class ScmQlcTier:
         self._scm_in = np.arange(len(self.scm), dtype=np.int64)
         self._qlc_in = np.arange(len(self.qlc), dtype=np.int64)
         self._service_version = 0
+        #: QLC drives out of service whose strips the rebuild has not re-created yet.
+        self.qlc_lost: set[int] = set()
+        #: Share [0, 1] of the lost strips the running rebuilds have re-created so far
+        #: (the owner of the rebuilds sets it: :class:`~flashsim.systems.vast_target.VastPool`).
+        self.rebuild_progress: Callable[[], float] = lambda: 0.0
+        self.geometry = ArrayGeometry.erasure(
+            spec.ec_data, spec.ec_parity, len(self.qlc), float(spec.read_chunk)
+        )
         self.buffer = FluidBuffer(
             sim,
             f"{name}.scm_buffer",
@@ -305,12 +331,11 @@ class ScmQlcTier:
     def take_out(self, medium: Literal["scm", "qlc"], drive: int) -> None:
         """Drive ``drive`` of ``medium`` fails: new bytes avoid it from now on.
 
-        The bytes a failed QLC drive held are read from the survivors from now
-        on (one parity strip of a full-stripe read replaces each lost strip,
-        and the rebuild puts the strips on the survivors), so its share of every
-        object's reads moves to the QLC drives in service, evenly.  Flows
-        started before keep their paths (flow fidelity); the migration's drain
-        restarts on its new path at the next re-solve.
+        The strips a failed QLC drive held are lost until :meth:`rebuilt` says
+        its rebuild has re-created them: reads of them are reconstructed from
+        the survivors (:meth:`degraded_reads`).  Flows started before keep
+        their paths (flow fidelity); the migration's drain restarts on its new
+        path at the next re-solve.
         """
         out, count = (
             (self.scm_out, len(self.scm)) if medium == "scm" else (self.qlc_out, len(self.qlc))
@@ -321,15 +346,162 @@ class ScmQlcTier:
             return
         out.add(drive)
         self._update_service()
-        if medium == "qlc" and self._qlc_in.size:
+        if medium == "qlc":
+            self.qlc_lost.add(drive)
             for loc in self.qlc_objects.values():
                 lost = float(loc.phys_read_B[drive])
                 if lost > 0:
+                    if loc.lost_B is None:
+                        loc.lost_B = np.zeros(len(self.qlc))
+                    loc.lost_B[drive] += lost
                     loc.phys_read_B[drive] = 0.0
-                    loc.phys_read_B[self._qlc_in] += lost / self._qlc_in.size
+
+    def rebuilt(self, drive: int) -> None:
+        """The rebuild of QLC drive ``drive`` ended: its strips live on the survivors now.
+
+        Each object's strips that sat on it are read once from where the
+        rebuild wrote them (the free space of the QLC drives in service,
+        evenly: :func:`~flashsim.components.rebuild.rebuild_traffic`'s writes).
+        """
+        if drive not in self.qlc_lost:
+            return
+        self.qlc_lost.discard(drive)
+        if drive not in self.qlc_out:  # replaced meanwhile: it takes new stripes from now on
+            self._update_service()
+        dest = self._rebuild_destinations([drive])
+        for loc in self.qlc_objects.values():
+            if loc.lost_B is None or not loc.lost_B[drive] > 0:
+                continue
+            loc.phys_read_B += float(loc.lost_B[drive]) * dest
+            loc.lost_B[drive] = 0.0
+            if not loc.lost_B.any():
+                loc.lost_B = None
+
+    def _rebuild_destinations(self, failed: Sequence[int]) -> FloatArray:
+        """Share of a rebuilt strip each QLC drive received (the rebuild's writes; sums to 1)."""
+        down = sorted(set(failed) | self._qlc_down())
+        if len(down) >= len(self.qlc):
+            return np.full(len(self.qlc), 1.0 / len(self.qlc))
+        write = rebuild_traffic(self.geometry, down).write_per_B
+        return np.asarray(write / write.sum(), dtype=np.float64)
+
+    def degraded_state(self) -> DegradedState | None:
+        """The erasure-coded QLC pool's failed, not yet rebuilt drives (``None``: none).
+
+        One :class:`~flashsim.components.rebuild.DegradedState` over every QLC
+        drive, its ``rebuilt_fraction`` the running rebuilds' progress
+        (:attr:`rebuild_progress`) and its decode rate the CNode's
+        (``tier.rebuild.decode_bandwidth``).
+        """
+        if not self.qlc_lost:
+            return None
+        progress = min(1.0, max(0.0, float(self.rebuild_progress())))
+        return DegradedState(
+            self.geometry,
+            sorted(self.qlc_lost),
+            rebuilt_fraction=progress,
+            decode_Bps=float(self.spec.rebuild.decode_bandwidth),
+        )
+
+    def full_stripe(self, size_B: float) -> bool:
+        """Whether one read of ``size_B`` logical bytes covers a whole stripe's data."""
+        return size_B >= float(self.spec.stripe_size)
+
+    def degraded_reads(self, qlc_w: FloatArray, size_B: float) -> tuple[FloatArray, float]:
+        """Expected QLC drive reads of a read laid out as ``qlc_w``, and its decode time.
+
+        Parameters
+        ----------
+        qlc_w : numpy.ndarray
+            Physical bytes per QLC drive per logical byte where the data lives
+            (:meth:`read_weights`: lost strips still on their failed drive).
+        size_B : float
+            Logical bytes one read (RPC) fetches: a read covering a whole
+            stripe reconstructs a lost strip from one parity strip, a smaller
+            one from ``ec_data`` strips (:meth:`DegradedState.stage_loss
+            <flashsim.components.rebuild.DegradedState.stage_loss>`).
+
+        Returns
+        -------
+        reads : numpy.ndarray
+            Physical bytes read from each QLC drive per logical byte: a lost
+            strip's share ``q`` (not rebuilt yet: ``1 - rebuilt_fraction``)
+            costs ``k`` reads of the same size on the survivors holding the
+            object's other strips (in proportion to its bytes there), the
+            rebuilt share one read where the rebuild wrote it; healthy
+            drives' weights unchanged.  Equal to ``qlc_w`` on a healthy pool.
+        decode_s : float
+            Expected CNode decode time (s) of one read of ``size_B`` bytes of
+            the data: its lost share times ``k * size_B`` survivor bytes over
+            ``decode_bandwidth`` (one core's rate).
+        """
+        state = self.degraded_state()
+        failed = [] if state is None else [f for f in state.failed if qlc_w[f] > 0]
+        if state is None or not failed:
+            return qlc_w, 0.0
+        out = qlc_w.copy()
+        lost = float(out[failed].sum())
+        out[failed] = 0.0
+        survivors = out.copy()
+        survivors[sorted(self._qlc_down())] = 0.0
+        if not survivors.sum() > 0:  # nothing else of it stored: the stripe's drives in service
+            survivors = np.zeros(len(self.qlc))
+            survivors[self._qlc_in] = 1.0
+        survivors /= survivors.sum()
+        unrebuilt = 1.0 - state.rebuilt_fraction
+        _, replace = state.stage_loss("read", self.full_stripe(size_B))
+        out += lost * unrebuilt * replace * survivors
+        out += lost * state.rebuilt_fraction * self._rebuild_destinations(failed)
+        total = float(qlc_w.sum())
+        decode_s = 0.0
+        if total > 0:
+            q = lost / total * unrebuilt  # share of the QLC bytes read that is reconstructed
+            decode_s = q * state.geometry.data * size_B / state.decode_Bps
+        return out, decode_s
+
+    def reconstruct(
+        self, drive: int, size_B: float, weights: FloatArray, rng: np.random.Generator
+    ) -> tuple[list[int], float]:
+        """Request fidelity: the QLC drives a read of ``size_B`` bytes on ``drive`` visits.
+
+        Returns the drives and the CNode decode time (s).  ``[drive]`` (no
+        decode) when its strips are whole; when ``drive`` failed and its
+        rebuild has not re-created the strip (drawn against the
+        ``rebuilt_fraction``), the ``k`` survivors (one for a full-stripe read)
+        holding the object's other strips, drawn distinct by ``weights`` (the
+        object's layout), and ``k * size_B / decode_bandwidth`` of decode
+        (:meth:`DegradedState.decode_s <flashsim.components.rebuild.DegradedState.decode_s>`
+        of a lost read); a re-created strip is read once where the rebuild
+        wrote it (a drive in service, drawn).
+        """
+        state = self.degraded_state()
+        if state is None or drive not in state.failed:
+            return [drive], 0.0
+        if rng.random() < state.rebuilt_fraction:
+            dest = np.cumsum(self._rebuild_destinations([drive]))
+            pick = int(np.searchsorted(dest, rng.random() * dest[-1], side="right"))
+            return [min(pick, len(self.qlc) - 1)], 0.0
+        count = len(state.replacement(drive, "read", self.full_stripe(size_B)))
+        decode_s = state.geometry.data * size_B / state.decode_Bps
+        p = np.asarray(weights, dtype=np.float64).copy()
+        p[sorted(self._qlc_down())] = 0.0
+        if not p.sum() > 0:
+            p = np.zeros(len(self.qlc))
+            p[self._qlc_in] = 1.0
+        live = np.flatnonzero(p > 0)
+        if live.size >= count:
+            picks = rng.choice(live, size=count, replace=False, p=p[live] / p[live].sum())
+        else:  # fewer drives hold the stripe than it needs: some are read twice
+            picks = rng.choice(live, size=count, replace=True, p=p[live] / p[live].sum())
+        return [int(i) for i in picks], decode_s
 
     def put_back(self, medium: Literal["scm", "qlc"], drive: int) -> None:
-        """A fresh, empty drive replaces ``drive`` of ``medium``: new bytes may use it again."""
+        """A fresh, empty drive replaces ``drive`` of ``medium``: new bytes may use it again.
+
+        Strips it held that are not rebuilt yet stay lost until :meth:`rebuilt`
+        (the rebuild goes on into the survivors' free space); until then a QLC
+        drive takes no new stripe.
+        """
         out = self.scm_out if medium == "scm" else self.qlc_out
         if drive in out:
             out.discard(drive)
@@ -337,10 +509,19 @@ class ScmQlcTier:
         if medium == "qlc":
             self.qlc_phys_written_B[drive] = 0.0
 
+    def _qlc_down(self) -> set[int]:
+        """QLC drives taking no new stripe: out, or replaced before their rebuild ended."""
+        return self.qlc_out | self.qlc_lost
+
     def _update_service(self) -> None:
-        """Recompute the drives in service (all of a medium if none is left: data is lost)."""
+        """Recompute the drives in service (all of a medium if none is left: data is lost).
+
+        A QLC drive replaced while its strips are still being rebuilt takes new
+        stripes once the rebuild has ended (:meth:`rebuilt`).
+        """
         scm = [i for i in range(len(self.scm)) if i not in self.scm_out]
-        qlc = [i for i in range(len(self.qlc)) if i not in self.qlc_out]
+        down = self._qlc_down()
+        qlc = [i for i in range(len(self.qlc)) if i not in down]
         self._scm_in = np.array(scm or range(len(self.scm)), dtype=np.int64)
         self._qlc_in = np.array(qlc or range(len(self.qlc)), dtype=np.int64)
         self._service_version += 1
@@ -369,7 +550,7 @@ class ScmQlcTier:
         live = self._qlc_in
         width = self.stripe_width(c)
         if self.spec.placement == "rotate":
-            if not self.qlc_out:
+            if not self._qlc_down():
                 return np.full(n, 1.0 / n)
             weights = np.zeros(n)
             weights[live] = 1.0 / max(live.size, 1)
@@ -525,7 +706,9 @@ class ScmQlcTier:
         scm_fraction : float
             Fraction of the object's bytes in SCM.
         qlc_weights : numpy.ndarray
-            Physical bytes read from each QLC drive per logical byte read.
+            Physical bytes stored on each QLC drive per logical byte read: a
+            failed drive's strips that are not rebuilt yet count on it (a read
+            of them is reconstructed: :meth:`drive_path`, :meth:`degraded_reads`).
         qlc_fraction : float
             Fraction of the object's bytes in QLC.
         """
@@ -534,8 +717,10 @@ class ScmQlcTier:
         if total <= 0:
             return 0.0, np.zeros(len(self.qlc)), 0.0
         loc = self.qlc_objects.get(obj)
-        weights = loc.phys_read_B / total if loc is not None else np.zeros(len(self.qlc))
-        return scm / total, weights, qlc / total
+        if loc is None:
+            return scm / total, np.zeros(len(self.qlc)), qlc / total
+        stored = loc.phys_read_B if loc.lost_B is None else loc.phys_read_B + loc.lost_B
+        return scm / total, stored / total, qlc / total
 
     def place_aged(self, obj: str, size_B: float) -> None:
         """Put ``size_B`` logical bytes of ``obj`` on QLC as data written before the run.
@@ -563,23 +748,34 @@ class ScmQlcTier:
         loc.phys_read_B += size_B * c * self._mean_drive_weights(c)
         self.aged_B += size_B
 
-    def read_path(self, obj: str) -> list[tuple[Resource, float]]:
-        """Drive resources a logical byte read of ``obj`` crosses, by where it lives now."""
-        return self.drive_path(*self.read_weights(obj))
+    def read_path(self, obj: str, size_B: float = 0.0) -> list[tuple[Resource, float]]:
+        """Drive resources a logical byte read of ``obj`` crosses, by where it lives now.
+
+        ``size_B``: logical bytes per read (a degraded read of a whole stripe
+        is reconstructed from fewer strips; :meth:`degraded_reads`).
+        """
+        return self.drive_path(*self.read_weights(obj), size_B=size_B)
 
     def drive_path(
-        self, f_scm: float, qlc_w: FloatArray, f_qlc: float
+        self, f_scm: float, qlc_w: FloatArray, f_qlc: float, size_B: float = 0.0
     ) -> list[tuple[Resource, float]]:
-        """Drive resources a logical byte read crosses, given :meth:`read_weights`."""
+        """Drive resources a logical byte read crosses, given :meth:`read_weights`.
+
+        Buffered bytes are read from the SCM drives in service (a failed
+        drive's replica from its other copy); QLC bytes from their drives, a
+        failed drive's strips reconstructed (:meth:`degraded_reads` with
+        reads of ``size_B`` logical bytes).
+        """
         path: list[tuple[Resource, float]] = []
         if f_scm > 0:
             live = self._scm_live()
             weight = f_scm / len(live) / self.spec.scm_read_efficiency
             path += [(r, weight) for r in live]
-        path += [(r, float(w)) for r, w in zip(self.qlc, qlc_w, strict=True) if w > 0]
+        reads, _ = self.degraded_reads(qlc_w, size_B)
+        path += [(r, float(w)) for r, w in zip(self.qlc, reads, strict=True) if w > 0]
         if self.qlc_ops and f_qlc > 0:
             c = float(qlc_w.sum()) / f_qlc  # physical bytes per logical byte on QLC
-            path += [(r, float(w) / c) for r, w in zip(self.qlc_ops, qlc_w, strict=True) if w > 0]
+            path += [(r, float(w) / c) for r, w in zip(self.qlc_ops, reads, strict=True) if w > 0]
         return path
 
     def forget(self, obj: str) -> None:

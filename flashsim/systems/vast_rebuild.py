@@ -1,18 +1,23 @@
 """A failed QLC drive of a VAST system: the erasure-coded rebuild against foreground reads.
 
 VAST erasure-codes every QLC stripe ``ec_data + ec_parity`` and spreads the
-stripes over all the QLC drives, so when one fails its chunks are rebuilt
-from ``ec_data`` surviving chunks each, read from every survivor, and written
-into free space on every survivor (:mod:`flashsim.components.rebuild`,
+stripes over all the QLC drives, so when one fails its chunks are rebuilt from
+``ec_data`` surviving chunks each, read from every survivor, and written into
+free space on every survivor (:mod:`flashsim.components.rebuild`,
 ``ArrayGeometry.erasure``).  The ``vast-rebuild`` phase runs that rebuild as
 background flows on the QLC drive resources (each drive's capacity is its read
 bandwidth, a written byte costs ``read / write`` bandwidth of it, as the
 tier's migration does), with a rebuild-rate policy, while a saturating read of
-aged data (reads spread evenly over the surviving QLC drives) runs or not, and
-reports the rebuild time and the foreground read bandwidth before, during and
-after.  The failure and the rebuild are the pool's own
-(:class:`~flashsim.systems.vast_target.VastPool`): the phase leaves them in the
-system's state (the drive rebuilt onto the survivors, out of service until
+aged data (spread evenly over every QLC drive, read in ``rsize`` RPCs: the
+failed drive's strips are degraded reads, reconstructed from ``ec_data``
+survivors each, :meth:`ScmQlcTier.degraded_reads
+<flashsim.components.tier.ScmQlcTier.degraded_reads>`) runs or not, and
+reports the rebuild time and the foreground read bandwidth before and at the
+start of the rebuild (the reader's path is fixed when it starts, as every
+flow's: the penalty it pays is that of a rebuild not yet begun).  The failure
+and the rebuild are the pool's own
+(:class:`~flashsim.systems.vast_target.VastPool`): the phase leaves them in
+the system's state (the drive rebuilt onto the survivors, out of service until
 replaced), and every ``vast-rebuild`` starts by healing the pool (running
 rebuilds stop, drives out of service are replaced).  Flow fidelity only; the
 NVMe fabric and the CNodes' decode are not on the rebuild's path (the drives
@@ -25,6 +30,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Literal
 
+import numpy as np
 from pydantic import Field
 
 from flashsim.components.rebuild import RebuildPolicy
@@ -82,8 +88,8 @@ class VastRebuildDetails(PhaseDetails):
     rebuild_time_s, rebuild_alone_s : float
         Rebuild time (s) under the phase's load, and on idle drives.
     read_before_Bps, read_during_Bps : float
-        Foreground read bandwidth (bytes/s) healthy and while rebuilding
-        (NaN without load).
+        Foreground read bandwidth (bytes/s) healthy and while rebuilding, as
+        the rebuild starts (degraded reads, nothing rebuilt yet; NaN without load).
     """
 
     ec_data: int
@@ -154,11 +160,16 @@ def run_vast_rebuild(system: VastTopology, phase: VastRebuildPhase, pool: VastPo
     start = sim.now
     system.tier.take_out("qlc", phase.drive)
     _, alone, _ = pool.rebuild_path(phase.drive)
-    survivors = [qlc[int(i)] for i in system.tier.qlc_in_service]
     reader: Flow | None = None
     if phase.load == "read":
+        # Aged data spread evenly over every QLC drive, read in rsize RPCs: the failed
+        # drive's strips reconstructed from ec_data survivors each (degraded reads).
+        layout = np.full(len(qlc), 1.0 / len(qlc))
+        reads, _ = system.tier.degraded_reads(layout, float(system.model.client.mount.rsize))
         reader = sim.flows.start_flow(
-            1e30, [(q, 1.0 / len(survivors)) for q in survivors], name=f"{phase.name}.reads"
+            1e30,
+            [(q, float(w)) for q, w in zip(qlc, reads, strict=True) if w > 0],
+            name=f"{phase.name}.reads",
         )
     policy = RebuildPolicy.model_validate({"priority": phase.priority, "idle_fraction": 1.0})
     rebuild = pool.start_rebuild(phase.drive, volume, policy, name=f"{phase.name}.rebuild")

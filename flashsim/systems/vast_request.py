@@ -152,6 +152,16 @@ class VastRequests(VastTopology):
         else:
             # As rng.choice(p=...) draws it: one uniform against the cumulative weights.
             index = int(qlc_cdf.searchsorted(rng.random(), side="right"))
+            if self.tier.qlc_lost:
+                # A strip on a failed drive not rebuilt yet: its survivors, read in parallel.
+                weights = np.diff(qlc_cdf, prepend=0.0)
+                read, decode_s = self.tier.reconstruct(index, size, weights, rng)
+                if read != [index] or decode_s > 0:
+                    yield from self._degraded_read(
+                        cnode_ep, client_ep, fixed, read, decode_s, size, route_rng
+                    )
+                    yield from self._copy_out(copy)
+                    return
             drive, dnode = queues["qlc"][index], self.qlc_dnode[index]
             spec, scale, extra = self.qlc_spec, 1.0, self.model.dnode.qlc_read_overhead
         dnode_ep = net.dnodes[dnode]
@@ -163,13 +173,58 @@ class VastRequests(VastTopology):
         yield from net.cross(net.back, dnode_ep, cnode_ep, size, route_rng)
         if net.front is not None:
             yield from net.cross(net.front, cnode_ep, client_ep, size, route_rng)
-        if copy is not None:
-            # The read-ahead slot is free again once the process has copied the pages out.
-            queue, copy_s = copy
-            if queue is None:
-                yield env.timeout(copy_s)
-            else:
-                yield queue.visit(copy_s)
+        yield from self._copy_out(copy)
+
+    def _copy_out(
+        self, copy: tuple[FifoQueue | None, float] | None
+    ) -> Generator[simpy.Event, Any, None]:
+        """The read-ahead slot is free again once the process has copied the pages out."""
+        if copy is None:
+            return
+        queue, copy_s = copy
+        if queue is None:
+            yield self.sim.env.timeout(copy_s)
+        else:
+            yield queue.visit(copy_s)
+
+    def _degraded_read(
+        self,
+        cnode_ep: str,
+        client_ep: str,
+        fixed_s: float,
+        drives: list[int],
+        decode_s: float,
+        size_B: float,
+        route_rng: np.random.Generator,
+    ) -> Generator[simpy.Event, Any, None]:
+        """A read whose strip is reconstructed: ``drives`` read in parallel, decoded, returned.
+
+        Each survivor read queues at its QLC drive and crosses the NVMe fabric
+        to the CNode (``size_B`` bytes each); the CNode decodes for
+        ``decode_s`` seconds once all have arrived, then the RPC returns as a
+        healthy read does.
+        """
+        env, net = self.sim.env, self.net
+        queues = self._drive_queues()["qlc"]
+        queued = max(
+            net.minimal_service_s(net.back, net.dnodes[self.qlc_dnode[d]], cnode_ep, size_B)
+            for d in drives
+        )
+        if net.front is not None:
+            queued += net.minimal_service_s(net.front, cnode_ep, client_ep, size_B)
+        yield env.timeout(max(0.0, fixed_s - queued))
+        extra = self.model.dnode.qlc_read_overhead
+
+        def survivor(d: int) -> Generator[simpy.Event, Any, None]:
+            yield from self._visit(queues[d], self.qlc_spec, "read", size_B, extra_delay_s=extra)
+            dnode_ep = net.dnodes[self.qlc_dnode[d]]
+            yield from net.cross(net.back, dnode_ep, cnode_ep, size_B, route_rng)
+
+        yield env.all_of([env.process(survivor(d)) for d in drives])
+        if decode_s > 0:
+            yield env.timeout(decode_s)
+        if net.front is not None:
+            yield from net.cross(net.front, cnode_ep, client_ep, size_B, route_rng)
 
     def _migration_read(
         self, drive: tuple[FifoQueue, FifoQueue], size_B: float

@@ -96,11 +96,15 @@ class VastStreams(VastRequests):
         if where is None:
             raise ValueError("access_stream: a read needs where its bytes live (where=...)")
         f_scm = where[0]
-        path = self._read_path(node, where)
-        if random or direct_io:
-            key = ("direct-read", float(t), round(f_scm, 9), sharers, net_s)
+        synchronous = random or direct_io
+        rpc = float(cm.rpc_size_B(t, "read") if synchronous else cm.mount.rsize)
+        path = self._read_path(node, where, rpc)
+        # A degraded read's lost strips are decoded on the CNode: its round trip grows.
+        _, decode = self.tier.degraded_reads(where[1], rpc)
+        if synchronous:
+            key = ("direct-read", float(t), round(f_scm, 9), sharers, net_s, decode)
             if key not in cache:
-                cache[key] = self.direct_rate_Bps(t, "read", sharers, f_scm, node)
+                cache[key] = self.direct_rate_Bps(t, "read", sharers, f_scm, node, decode_s=decode)
             conc = cm.rpcs_per_call(t, "read")
             return RankStream(
                 tuple(path),
@@ -109,9 +113,9 @@ class VastStreams(VastRequests):
                 conc,
                 cap_label="concurrency: NFS RPCs in flight per call",
             )
-        key = ("sequential-read", float(t), round(f_scm, 9), sharers, net_s)
+        key = ("sequential-read", float(t), round(f_scm, 9), sharers, net_s, decode)
         if key not in cache:
-            cache[key] = self.sequential_read_rate_Bps(t, sharers, f_scm, node)
+            cache[key] = self.sequential_read_rate_Bps(t, sharers, f_scm, node, decode)
         slots = cm.readahead_slots(t)
         return RankStream(
             tuple(path),
@@ -136,6 +140,7 @@ class VastStreams(VastRequests):
         scm_fraction: float,
         client: int = 0,
         migrating: bool = False,
+        decode_s: float = 0.0,
     ) -> float:
         """Rate of one of ``ranks`` synchronous (O_DIRECT or random) ranks, with the SCM queues.
 
@@ -146,14 +151,15 @@ class VastStreams(VastRequests):
         drives at once (modelled as ``n_scm / copies`` drive sets) and, while
         the buffer migrates, each written byte is also read once from SCM
         (shared by the set).  Reads of data on QLC (40-drive stripes) keep the
-        zero-load round trip (:meth:`NfsClientModel.direct_rate_Bps`).
+        zero-load round trip (:meth:`NfsClientModel.direct_rate_Bps`), plus
+        ``decode_s`` (s), a degraded read's expected CNode decode time.
         """
         cm = self.client_model
         tier = self.model.tier
         op = "write" if operation == "write" else "read"
         rpc = cm.rpc_size_B(transfer_B, op)
         conc = cm.rpcs_per_call(transfer_B, op)
-        rtt = self.rtt_s(rpc, op, scm_fraction, client)
+        rtt = self.rtt_s(rpc, op, scm_fraction, client, decode_s)
         if op == "write":
             on_path = self.scm_spec.xfer_s("write", rpc) / tier.scm_write_efficiency
             drive_s = on_path
@@ -171,7 +177,12 @@ class VastStreams(VastRequests):
         return float(per_s * transfer_B / conc)
 
     def sequential_read_rate_Bps(
-        self, transfer_B: float, readers: int, scm_fraction: float, client: int = 0
+        self,
+        transfer_B: float,
+        readers: int,
+        scm_fraction: float,
+        client: int = 0,
+        decode_s: float = 0.0,
     ) -> float:
         """Rate of one of ``readers`` sequential buffered readers (IOR ``-F``) of this system.
 
@@ -182,11 +193,12 @@ class VastStreams(VastRequests):
         to the SCM's bandwidth (:meth:`NfsClientModel.loaded_read_rate_Bps`).
         Data on QLC is erasure-coded over a 40-drive stripe: its media time
         is part of the fixed round trip (the network's max-min sharing still
-        caps the QLC drives and every port).
+        caps the QLC drives and every port); ``decode_s`` (s) is a degraded
+        read's expected CNode decode time per RPC, part of it too.
         """
         cm = self.client_model
         rsize = float(cm.mount.rsize)
         scale = 1.0 / self.model.tier.scm_read_efficiency
         drive_s = scm_fraction * self.scm_spec.xfer_s("read", rsize) * scale
-        delay_s = self.rtt_s(rsize, "read", scm_fraction, client) - drive_s
+        delay_s = self.rtt_s(rsize, "read", scm_fraction, client, decode_s) - drive_s
         return cm.loaded_read_rate_Bps(transfer_B, readers, delay_s, drive_s, len(self.scm))

@@ -35,7 +35,11 @@ State (kept for the whole run, :mod:`flashsim.components.target_state`):
   and its rebuild starts under ``tier.rebuild`` as background flows on the
   surviving drives (:class:`~flashsim.components.rebuild.RebuildFlows`,
   erasure layout: each survivor reads ``k / (n - f)`` and writes
-  ``1 / (n - f)`` per rebuilt byte).  A QLC drive's rebuild reconstructs
+  ``1 / (n - f)`` per rebuilt byte).  Until it ends, reads of a failed QLC
+  drive's strips are degraded: reconstructed from ``ec_data`` survivors, less
+  as the rebuild progresses (:meth:`VastPool.qlc_rebuilt_fraction`,
+  :meth:`ScmQlcTier.degraded_reads <flashsim.components.tier.ScmQlcTier.degraded_reads>`);
+  a failed SCM drive's replicas are read from their other copy.  A QLC drive's rebuild reconstructs
   ``tier.drive_fill`` of its capacity from ``ec_data`` survivors; an SCM
   drive's, the replicas of the buffered bytes it held, copied from their
   other replica.  When the rebuild ends the pool is healthy (full
@@ -43,8 +47,9 @@ State (kept for the whole run, :mod:`flashsim.components.target_state`):
   puts a fresh one in its slot.  More QLC drives down at once than
   ``ec_parity`` (SCM: than ``scm_copies - 1``) lose data.
 
-The rebuild is a flow: in request fidelity reads avoid the failed drive but
-do not queue behind the rebuild (as for Lustre, :mod:`flashsim.components.rebuild`).
+The rebuild is a flow: in request fidelity reads visit the survivors that
+reconstruct a lost strip but do not queue behind the rebuild (as for Lustre,
+:mod:`flashsim.components.rebuild`).
 """
 
 from __future__ import annotations
@@ -96,6 +101,7 @@ class VastPool:
         #: Drives whose data is not rebuilt yet -> their running rebuild.
         self._pending: dict[int, RebuildFlows] = {}
         self._data_lost = False
+        system.tier.rebuild_progress = self.qlc_rebuilt_fraction
 
     # ------------------------------------------------------------ indices
     @property
@@ -191,6 +197,8 @@ class VastPool:
             self._data_lost = True
         if not volume_B > 0 or not path:
             self._pending.pop(drive, None)
+            if medium == "qlc" and path:  # it held nothing: whole at once
+                self.system.tier.rebuilt(drive)
             return None
         rebuild = RebuildFlows(
             self.system.sim.flows,
@@ -242,6 +250,18 @@ class VastPool:
         ]
         return path, read_Bps / max(w for _, w in path), geometry.redundancy
 
+    def qlc_rebuilt_fraction(self) -> float:
+        """Share [0, 1] of the failed QLC drives' strips their running rebuilds re-created.
+
+        The degraded reads' ``rebuilt_fraction`` (:meth:`ScmQlcTier.degraded_state
+        <flashsim.components.tier.ScmQlcTier.degraded_state>`), as one Lustre
+        target's rebuild progress over every drive it has down.
+        """
+        q = len(self.system.qlc)
+        running = [r for d, r in self._pending.items() if d < q]
+        volume = sum(r.volume_B for r in running)
+        return min(1.0, sum(r.moved_B() for r in running) / volume) if volume > 0 else 0.0
+
     def rebuilding(self, drive: int) -> bool:
         """Whether ``drive``'s data is still being rebuilt."""
         return drive in self._pending
@@ -254,13 +274,16 @@ class VastPool:
         """A rebuild ended: the drive's data is whole again (the drive stays out of service)."""
         if self._pending.get(drive) is rebuild:
             del self._pending[drive]
+            if drive < len(self.system.qlc):
+                self.system.tier.rebuilt(drive)
 
     def replace_drive(self, drive: int) -> None:
         """A fresh drive takes ``drive``'s slot: in service again, with no wear.
 
         A rebuild still running goes on (VAST rebuilds into the survivors'
         free space, not into the replacement) and the drive counts as failed
-        until it ends.  Replacing a drive in service gives it a fresh one too.
+        until it ends; a replaced QLC drive takes new stripes from then on.
+        Replacing a drive in service gives it a fresh one too.
         """
         medium, index = self._split(drive)
         system = self.system
@@ -282,6 +305,8 @@ class VastPool:
         for rebuild in self._pending.values():
             rebuild.stop()
         self._pending.clear()
+        for index in sorted(self.system.tier.qlc_lost):  # a complete pool: every strip whole
+            self.system.tier.rebuilt(index)
         self._data_lost = False
         tier = self.system.tier
         q = len(self.system.qlc)

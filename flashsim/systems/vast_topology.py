@@ -222,13 +222,21 @@ class VastTopology(BuiltSystem):
         ]
         return path
 
-    def _read_path(self, client: int, where: ReadWeights) -> list[tuple[Resource, float]]:
-        """What a byte read by ``client`` crosses, its data living as ``where`` says."""
-        drives = self.tier.drive_path(*where)
+    def _read_path(
+        self, client: int, where: ReadWeights, size_B: float = 0.0
+    ) -> list[tuple[Resource, float]]:
+        """What a byte read by ``client`` in RPCs of ``size_B`` crosses, its data as ``where`` says.
+
+        A degraded read's survivor strips cross the DNode ports and the NVMe
+        fabric to the CNode that decodes them
+        (:meth:`ScmQlcTier.degraded_reads <flashsim.components.tier.ScmQlcTier.degraded_reads>`).
+        """
+        drives = self.tier.drive_path(*where, size_B=size_B)
         f_scm, qlc_w, _ = where
+        reads, _ = self.tier.degraded_reads(qlc_w, size_B)
         per_dnode = np.zeros(len(self.dnode_tx))
         per_dnode += f_scm * self.scm_share
-        np.add.at(per_dnode, self.qlc_dnode_idx, qlc_w)
+        np.add.at(per_dnode, self.qlc_dnode_idx, reads)
         phys = float(per_dnode.sum())
         path = list(drives)
         path += [(r, float(w)) for r, w in zip(self.dnode_tx, per_dnode, strict=True) if w > 0]
@@ -275,7 +283,12 @@ class VastTopology(BuiltSystem):
         return float(sum(size_B / bw for bw in ports) + fabrics)
 
     def rtt_s(
-        self, size_B: float, operation: str, scm_fraction: float = 1.0, client: int = 0
+        self,
+        size_B: float,
+        operation: str,
+        scm_fraction: float = 1.0,
+        client: int = 0,
+        decode_s: float = 0.0,
     ) -> float:
         """Zero-load round trip (s) of one RPC of ``size_B`` bytes.
 
@@ -289,6 +302,11 @@ class VastTopology(BuiltSystem):
             Fraction of reads served by SCM (the rest by QLC).
         client : int
             Client node (its client-fabric latency; all alike without one).
+        decode_s : float
+            Expected CNode decode time (s) of a read of QLC data, degraded reads
+            reconstructing lost strips (:meth:`ScmQlcTier.degraded_reads
+            <flashsim.components.tier.ScmQlcTier.degraded_reads>`; the survivors
+            are read in parallel, so at zero load they add no media time).
         """
         m = self.model
         base = m.cnode.op_latency + self.wire_s(size_B, client)
@@ -296,7 +314,7 @@ class VastTopology(BuiltSystem):
             scale = 1.0 / m.tier.scm_write_efficiency
             return float(base + self.media_s(self.scm_spec, "write", size_B, scale))
         scm = self.media_s(self.scm_spec, "read", size_B, 1.0 / m.tier.scm_read_efficiency)
-        qlc = self.media_s(self.qlc_spec, "read", size_B) + m.dnode.qlc_read_overhead
+        qlc = self.media_s(self.qlc_spec, "read", size_B) + m.dnode.qlc_read_overhead + decode_s
         return float(base + scm_fraction * scm + (1.0 - scm_fraction) * qlc)
 
     @staticmethod
