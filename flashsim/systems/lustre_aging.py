@@ -291,6 +291,13 @@ def request_write_rate_Bps(
     return done[0] * record_B / (end - start)
 
 
+def taken_s(trim: simpy.Event) -> float:
+    """Seconds a TRIM took: the value of the event :meth:`TargetLife.trim` returned."""
+    value = trim.value
+    assert isinstance(value, float | int), value
+    return float(value)
+
+
 def _interp_crossing(x: np.ndarray, y: np.ndarray, level: float) -> float:
     """First ``x`` where ``y`` reaches ``level`` (linear interpolation), NaN if never."""
     above = np.nonzero(y >= level)[0]
@@ -351,7 +358,7 @@ def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) 
         if phase.trim_at is not None and trim_s is None and xs[-1] >= phase.trim_at:
             done = life.trim()
             sim.run(done)
-            trim_s = float(done.value)
+            trim_s = taken_s(done)
             trimmed_at = xs[-1]
     after = [r for x, r in zip(xs, rel, strict=True) if trimmed_at < x <= trimmed_at + 1.0]
     recovered = float(np.mean(after)) if after else None

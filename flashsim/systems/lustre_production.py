@@ -38,7 +38,13 @@ from flashsim.components.ssd import SsdSpec
 from flashsim.config import Bandwidth, Bytes, Seconds, StrictModel, field_error
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
 from flashsim.progress import current
-from flashsim.systems.lustre_aging import ONSET_LOSS, age_ost, ost_capacity_B, write_rates_Bps
+from flashsim.systems.lustre_aging import (
+    ONSET_LOSS,
+    age_ost,
+    ost_capacity_B,
+    taken_s,
+    write_rates_Bps,
+)
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_nodes import OstNode
 
@@ -239,10 +245,10 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
             ends = [ev for _, ev in trimming.values()]
             sim.run(sim.env.any_of([sim.env.all_of(ends), sim.env.timeout(end - sim.now)]))
             for i, (began, ev) in list(trimming.items()):
-                finish = began + float(ev.value) if ev.triggered else end
+                finish = began + taken_s(ev) if ev.triggered else end
                 busy[i] = max(0.0, min(finish, end) - max(began, t0))
                 if ev.triggered:
-                    trim_runs.append(float(ev.value))
+                    trim_runs.append(taken_s(ev))
                     del trimming[i]
         after = write_rates_Bps(system, osts, rec, 0.0)
         day_bw = sum(
