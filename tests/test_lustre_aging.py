@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +13,7 @@ import pytest
 from flashsim.components.drive import load_drive
 from flashsim.components.drive_aging import DriveAging
 from flashsim.components.ssd import SsdSpec
+from flashsim.config import ConfigError
 from flashsim.scenario import LoadedScenario, load_scenario, run_loaded
 from flashsim.systems.lustre_aging import OstAgingDetails
 from flashsim.systems.lustre_production import ProductionAgingDetails
@@ -26,6 +27,9 @@ PM1733 = ROOT / "models" / "drives" / "samsung-pm1733-15.36TB.toml"
 def only(loaded: LoadedScenario, *names: str) -> LoadedScenario:
     """The scenario with only the named phases."""
     loaded.phases = [p for p in loaded.phases if p.name in names]
+    # What the runner runs: the kept phases, one after the other in file order.
+    kept = [t for t in loaded.timed if t.name in names]
+    loaded.timed = [replace(t, index=i) for i, t in enumerate(kept)]
     return loaded
 
 
@@ -213,3 +217,54 @@ def test_recovery_is_measured_after_the_trim_not_assumed() -> None:
     assert len(window) >= 10
     assert d.recovered == pytest.approx(float(np.mean(window)))
     assert d.recovered >= 0.99
+
+
+def _scenario(tmp_path: Path, phases: str) -> Path:
+    path = tmp_path / "s.toml"
+    model = (ROOT / "models" / "systems" / "perlmutter.toml").as_posix()
+    path.write_text(f'name = "t"\nsystem = "{model}"\nseed = 1\nfidelity = "flow"\n\n{phases}')
+    return path
+
+
+def test_the_fig8_trim_runs_on_the_clock_as_the_osts_own_load(tmp_path: Path) -> None:
+    """Issue 17: the TRIM is the OST life's (a load on the drives), not the phase's arithmetic."""
+    study = (
+        '[[phases]]\nname = "age"\nworkload = "ost-aging"\nost = 0\nwritten = 8\nsteps = 16\n'
+        "trim_at = 6\n"
+    )
+    run = run_loaded(load_scenario(_scenario(tmp_path, study)))
+    result = run.phases[0]
+    d = result.details(OstAgingDetails)
+    assert d.trim_duration_s is not None and d.trim_duration_s > 3600
+    # Sixteen 1 s measurements and the TRIM's hours, all on the simulation clock.
+    assert result.sim_time_s == pytest.approx(d.trim_duration_s + 17.0, rel=1e-9)
+    assert d.recovered is not None and d.recovered >= 0.99
+
+
+def test_production_aging_runs_its_days_and_trims_on_the_clock(tmp_path: Path) -> None:
+    """The next phase starts when the study's days are over; the TRIMs were the lives' own."""
+    body = (
+        '[[phases]]\nname = "months"\nworkload = "production-aging"\ndays = 40\nosts = 2\n'
+        'daily_volume = "2.2 PB"\ntrim_every = "30 days"\n\n'
+        '[[phases]]\nname = "after"\nworkload = "obdfilter-survey"\noperation = "write"\nost = 0\n'
+    )
+    run = run_loaded(load_scenario(_scenario(tmp_path, body)))
+    months, after = run.phases
+    d = months.details(ProductionAgingDetails)
+    assert after.start_s >= 40 * 86_400.0
+    assert d.trims == 2
+    day = next(i for i, h in enumerate(d.trim_hours) if h)
+    assert day == 30
+    # The TRIM of each OST: its dead bytes at its drives' deallocate rate (the capability's
+    # writers are hypothetical and load nothing), as the day's hours say.
+    assert d.trim_hours[day] == pytest.approx(d.trim_duration_h, rel=1e-9)
+    assert 0.1 < d.trim_duration_h < 24.0  # hours, not days (seed 000 §V-B)
+
+
+def test_production_aging_refuses_a_trim_rate_it_cannot_apply(tmp_path: Path) -> None:
+    body = (
+        '[[phases]]\nname = "m"\nworkload = "production-aging"\ndays = 2\n'
+        'daily_volume = "2.2 PB"\ntrim_rate = "1 GB/s"\n'
+    )
+    with pytest.raises(ConfigError, match=r"trim_rate.*a TRIM is the OST's own load"):
+        load_scenario(_scenario(tmp_path, body))

@@ -338,3 +338,47 @@ def test_degraded_survey_slows_only_the_rebuilding_osts(tmp_path: Path) -> None:
         # The rebuild holds 30 % of the 11 survivors' time: a degraded OST keeps 0.7 x 11/12.
         assert slow == pytest.approx(d.healthy_Bps / 20 * 0.7 * 11 / 12, rel=1e-3)
     assert sets[0] == sets[1]  # the same OSTs are degraded in every phase of a run
+
+
+# ............................................ the studies drive the target's life
+def _write(tmp: Path, body: str) -> Path:
+    path = tmp / "s.toml"
+    path.write_text(
+        f'name = "t"\nsystem = "{MODEL.as_posix()}"\nseed = 1\nfidelity = "flow"\n\n{body}'
+    )
+    return path
+
+
+def _run(body: str, tmp: Path) -> Any:
+    return run_loaded(load_scenario(_write(tmp, body), {}))
+
+
+def test_a_rebuild_study_fails_the_drive_through_the_targets_life(tmp_path: Path) -> None:
+    """Issue 17: the OST's own life degrades it and rebuilds, so the run's timeline sees it."""
+    run = _run("[[phases]]" + REBUILD.replace("threads = 64", "threads = 0"), tmp_path)
+    r = run.phases[0].details(RebuildDetails)
+    rebuilding = [s for s in run.timeline if s.state["rebuilding_targets"] == [0]]
+    assert rebuilding, "the life never published the study's rebuild"
+    # The life's own progress, published while the study runs; healthy after it.
+    assert all(s.time_s - run.phases[0].start_s <= r.rebuild_time_s + 2.0 for s in rebuilding)
+    assert run.timeline[-1].state["degraded_targets"] == []
+
+
+def test_a_rebuild_study_uses_its_policy_and_gives_the_targets_back(tmp_path: Path) -> None:
+    """The study's priority and fill hold while it runs; the life's own afterwards."""
+    loaded = load_scenario(_write(tmp_path, "[[phases]]" + REBUILD + "priority = 0.9\n"), {})
+    system = loaded.system.kind.build(loaded.system.model, Simulation(1), "request")
+    life = system.target(0)
+    policy, fill = life.policy, life.rebuild_fill
+    r = system.run_phase(loaded.phases[0]).details(RebuildDetails)
+    assert r.rebuild_time_s == pytest.approx(r.rebuild_alone_s / 0.9, rel=1e-6)
+    assert (life.policy, life.rebuild_fill, life.fidelity) == (policy, fill, "request")
+    assert not life.status().degraded
+
+
+def test_a_degraded_survey_rebuilds_through_the_targets_lives(tmp_path: Path) -> None:
+    run = _run("[[phases]]" + SURVEY.format(name="d", op="write"), tmp_path)
+    d = run.phases[0].details(DegradedSurveyDetails)
+    seen = {tuple(s.state["rebuilding_targets"]) for s in run.timeline}
+    assert tuple(d.degraded_osts) in seen
+    assert run.timeline[-1].state["degraded_targets"] == []

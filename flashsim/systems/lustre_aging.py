@@ -4,11 +4,14 @@ Seed 000 §V-B (Fig. 8): an OST whose files are written and deleted without
 TRIM loses about 10 % of its write bandwidth once about five OST capacities
 have been written, quickly, and a TRIM of the file system's free space
 restores it in hours.  The ``ost-aging`` phase reproduces that experiment on
-one OST: it writes and deletes in steps, ages the drives' FTL model (a fluid
-model in flow fidelity, the page-mapped micro-model in request fidelity; see
-:mod:`flashsim.components.drive_aging`) and measures the OST's streaming write
-bandwidth after each step the way obdfilter-survey does (threads writing 4 MiB
-records straight to the target), in the phase's fidelity.  The experiment
+one OST: it writes and deletes in steps through the OST's life
+(:meth:`~flashsim.components.target_life.TargetLife.age`, the drives' FTL
+model: a fluid model in flow fidelity, the page-mapped micro-model in request
+fidelity; see :mod:`flashsim.components.drive_aging`), trims through it
+(:meth:`~flashsim.components.target_life.TargetLife.trim`, a load on the
+drives on the clock), and measures the OST's streaming write bandwidth after
+each step the way obdfilter-survey does (threads writing 4 MiB records
+straight to the target), in the phase's fidelity.  The experiment
 starts from fresh drives: the phase renews the OST it studies at its start
 (its :class:`~flashsim.components.target_life.TargetLife`) and leaves it aged
 for the phases that follow.
@@ -28,10 +31,9 @@ import numpy as np
 import simpy
 from pydantic import Field, model_validator
 
-from flashsim.components.raid_target import TRIM_OP_B
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import Bytes, Seconds, StrictModel, field_error
-from flashsim.engine.flows import Flow, Resource
+from flashsim.engine.flows import Flow
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.progress import current
 from flashsim.systems.base import Fidelity
@@ -209,12 +211,6 @@ def ost_capacity_B(system: LustreCore) -> float:
     return n * float(spec.drive.capacity) * spec.raid.usable_fraction(n)
 
 
-def drive_bytes_per_ost_byte(system: LustreCore) -> float:
-    """Bytes each drive receives per byte written to its OST (parity included, declustered)."""
-    spec = system.model.oss
-    return spec.raid.full_stripe_write_weight() / spec.drives_per_target
-
-
 def age_ost(
     system: LustreCore, index: int, fill: float | None, fidelity: Fidelity, label: str
 ) -> OstNode:
@@ -242,17 +238,17 @@ def write_rates_Bps(
     system: LustreCore,
     osts: Sequence[OstNode],
     record_B: float,
-    trims: dict[int, float] | None = None,
-    trim_cap_Bps: float | None = None,
-) -> tuple[list[float], dict[int, float]]:
+    window_s: float = MEASURE_WINDOW_S,
+) -> list[float]:
     """Flow fidelity: the streaming write bandwidth of each OST, all measured at once.
 
     One saturating writer per OST crosses the target's RAID engine, drives and
-    links (obdfilter-survey's path); ``trims`` maps an index into ``osts`` to
-    the bytes per drive it is still deallocating, a TRIM flow that holds each
-    drive's data path ``1 / trim_bandwidth`` s per byte and shares it with the
-    writer, at most ``trim_cap_Bps`` per drive.  Returns the writers' rates and
-    the TRIM flows' rates (bytes per drive per second).
+    links (obdfilter-survey's path), sharing them with whatever else runs on
+    the clock then (a TRIM the OST's life is running holds each drive's data
+    path ``1 / trim_bandwidth`` s per byte).  The writers run ``window_s``
+    seconds of simulated time (0: the rates are read and the writers removed
+    at once, a hypothetical measurement that loads nothing).  Returns the
+    writers' rates (bytes/s).
     """
     sim = system.sim
     flows: list[Flow] = []
@@ -261,36 +257,15 @@ def write_rates_Bps(
         flows.append(
             sim.flows.start_flow(1e30, ost.path(cost.target), op_size_B=record_B, name=f"w{i}")
         )
-    trim_flows: dict[int, Flow] = {}
-    for i, remaining in (trims or {}).items():
-        if remaining > 0 and trim_bandwidth_Bps(osts[i]) < math.inf:
-            trim_flows[i] = sim.flows.start_flow(
-                1e30,
-                trim_path(osts[i]),
-                rate_cap_Bps=trim_cap_Bps,
-                op_size_B=TRIM_OP_B,
-                name=f"trim{i}",
-                cap_label="throttle: trim rate",
-            )
     sim.flows.solve_now()
     rates = [float(r) for r in sim.flows.rates_Bps(flows)]
-    trim_rates = {i: f.rate_Bps for i, f in trim_flows.items()}
-    # Run the constant rates for a moment so the phase's bottleneck report, which
-    # reads the resources' usage over simulated time, sees what the measurement loaded.
-    sim.run(sim.now + MEASURE_WINDOW_S)
-    for f in [*flows, *trim_flows.values()]:
+    if window_s > 0:
+        # Run the constant rates for a moment so the phase's bottleneck report, which
+        # reads the resources' usage over simulated time, sees what the measurement loaded.
+        sim.run(sim.now + window_s)
+    for f in flows:
         sim.flows.cancel_flow(f)
-    return rates, trim_rates
-
-
-def trim_path(ost: OstNode) -> list[tuple[Resource, float]]:
-    """Flow path of a TRIM (:meth:`~flashsim.components.raid_target.RaidTarget.trim_path`)."""
-    return ost.trim_path()
-
-
-def trim_bandwidth_Bps(ost: OstNode) -> float:
-    """Bytes/s each drive of ``ost`` deallocates (infinite when the datasheet has no rate)."""
-    return ost.trim_bandwidth_Bps()
+    return rates
 
 
 def request_write_rate_Bps(
@@ -314,6 +289,13 @@ def request_write_rate_Bps(
     # Writers in service at the end finish (uncounted) so no process outlives the phase.
     sim.run(env.all_of(writers))
     return done[0] * record_B / (end - start)
+
+
+def taken_s(trim: simpy.Event) -> float:
+    """Seconds a TRIM took: the value of the event :meth:`TargetLife.trim` returned."""
+    value = trim.value
+    assert isinstance(value, float | int), value
+    return float(value)
 
 
 def _interp_crossing(x: np.ndarray, y: np.ndarray, level: float) -> float:
@@ -341,35 +323,42 @@ def loss_summary(written: np.ndarray, loss: np.ndarray) -> tuple[float, float, f
 
 
 def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) -> PhaseResult:
-    """Fig. 8: write and delete ``written`` OST capacities on one OST, measuring as it ages."""
+    """Fig. 8: write and delete ``written`` OST capacities on one OST, measuring as it ages.
+
+    The OST's life ages the drives (:meth:`TargetLife.age`, as a fast-forward
+    does) and runs the TRIM (:meth:`TargetLife.trim`, a load on the drives on
+    the clock); the study measures the write bandwidth after each step.
+    """
+    sim = system.sim
     _, ost = system.ost(phase.ost)
     # Fig. 8 starts from fresh drives: the phase renews the OST it studies and leaves it aged.
     age_ost(system, phase.ost, phase.fill, fidelity, f"{ost.name}.{phase.name}")
-    assert ost.aging is not None
+    life = system.target(phase.ost)
     capacity = ost_capacity_B(system)
-    per_drive = drive_bytes_per_ost_byte(system)
-    start = system.sim.now
+    start = sim.now
 
     def measure() -> float:
         if fidelity == "flow":
-            return write_rates_Bps(system, [ost], phase.record_size)[0][0]
+            return write_rates_Bps(system, [ost], phase.record_size)[0]
         return request_write_rate_Bps(system, ost, phase.record_size, phase.threads, phase.duration)
 
     fresh = measure()
     step = phase.written / phase.steps
     xs: list[float] = [0.0]
     rel: list[float] = [1.0]
-    wa: list[float] = [ost.aging.write_amplification()]
+    wa: list[float] = [life.status().write_amplification]
     trim_s: float | None = None
     trimmed_at = math.inf
     steps = current().task("steps", total=phase.steps, unit="step")
     for k in steps.over(range(1, phase.steps + 1)):
-        ost.aging.record(step * capacity * per_drive)
+        life.age(step * capacity)
         xs.append(k * step)
         rel.append(measure() / fresh)
-        wa.append(ost.aging.write_amplification())
+        wa.append(life.status().write_amplification)
         if phase.trim_at is not None and trim_s is None and xs[-1] >= phase.trim_at:
-            trim_s = trim_time_s(ost, ost.aging.trim())
+            done = life.trim()
+            sim.run(done)
+            trim_s = taken_s(done)
             trimmed_at = xs[-1]
     after = [r for x, r in zip(xs, rel, strict=True) if trimmed_at < x <= trimmed_at + 1.0]
     recovered = float(np.mean(after)) if after else None
@@ -386,7 +375,7 @@ def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) 
         iops=final / phase.record_size,
         ranks=phase.threads,
         transfer_size_B=phase.record_size,
-        sim_time_s=system.sim.now - start,
+        sim_time_s=sim.now - start,
         bytes_B=phase.written * capacity,
         fidelity=fidelity,
         extra=OstAgingDetails(
@@ -402,8 +391,3 @@ def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) 
             recovered=recovered,
         ),
     )
-
-
-def trim_time_s(ost: OstNode, dead_per_drive_B: float) -> float:
-    """Seconds an idle OST's drives take to deallocate ``dead_per_drive_B`` bytes each."""
-    return dead_per_drive_B / trim_bandwidth_Bps(ost)

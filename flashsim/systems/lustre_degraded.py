@@ -1,21 +1,24 @@
 """The Spider block-io-ssu-degraded test on a Lustre system (seed 003 §6): ``degraded-survey``.
 
-Every OST is driven at once while a tenth of them rebuild a failed drive
-(:mod:`flashsim.systems.lustre_rebuild`'s policy and foreground load); the
+Every OST is driven at once while a tenth of them rebuild a failed drive; the
 per-OST bandwidths and the system bandwidth against the same test healthy.
-Flow fidelity.
+The failures and rebuilds are the OSTs' own (their
+:class:`~flashsim.components.target_life.TargetLife` fails drive 0 and rebuilds
+it under the study's policy, as a failure event does); the study adds the
+foreground load (:mod:`flashsim.systems.lustre_rebuild`'s) and measures.  Its
+failures are its own: the OSTs are healthy before and after.  Flow fidelity.
 """
 
 from __future__ import annotations
 
 import math
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import numpy as np
 from pydantic import Field
 
-from flashsim.components.rebuild import DegradedState, RebuildFlows
 from flashsim.config import Bytes, Seconds, StrictModel, UnitFraction
 from flashsim.engine.randomness import RandomStreams
 from flashsim.measure.results import PhaseDetails, PhaseResult
@@ -24,9 +27,8 @@ from flashsim.systems.lustre_rebuild import (
     ForegroundLoad,
     OpKind,
     Priority,
-    geometry_of,
+    own_failures,
     rebuild_policy,
-    start_rebuild,
 )
 
 
@@ -119,31 +121,22 @@ def _survey(
     """
     sim = system.sim
     policy = rebuild_policy(system, phase.priority)
-    geom = geometry_of(system)
-    rebuilds: list[RebuildFlows] = []
-    for i in degraded:
-        _, ost = system.ost(i)
-        system.target(i).heal()  # the survey's failures are its own: healthy first
-        state = DegradedState(geom, [0], decode_Bps=policy.decode_bandwidth)
-        ost.degraded = state
-        rebuilds.append(
-            start_rebuild(system, ost, state, float(ost.drive.capacity), policy, phase.name)
-        )
     seq = phase.access == "sequential"
     fgs = [
         ForegroundLoad(system, i, phase.operation, phase.record_size, phase.queue_depth, seq)
         for i in osts
     ]
-    for fg in fgs:
-        fg.start()
-    sim.run(sim.now + phase.duration)
-    for fg in fgs:
-        fg.stop()
-    progress = [r.progress() for r in rebuilds]
-    for r in rebuilds:
-        r.stop()
-    for i in degraded:
-        system.ost(i)[1].degraded = None
+    with ExitStack() as stack:
+        # Block RAID rebuilds the whole drive (fill 1), from the test's start to past its end.
+        lives = [stack.enter_context(own_failures(system.target(i), policy, 1.0)) for i in degraded]
+        for life in lives:
+            life.fail_drive(0)
+        for fg in fgs:
+            fg.start()
+        sim.run(sim.now + phase.duration)
+        for fg in fgs:
+            fg.stop()
+        progress = [life.rebuild_progress() or 0.0 for life in lives]
     return [fg.moved_B / phase.duration for fg in fgs], float(
         np.mean(progress)
     ) if progress else 0.0

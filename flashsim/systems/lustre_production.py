@@ -6,15 +6,19 @@ over its OSTs, so each OST reaches the ~5-capacity aging watermark every
 writes a daily volume evenly over every OST, day after day, ages each OST's
 representative drive with the fluid FTL model, runs ``fstrim`` on a schedule,
 and measures each day the file system's streaming write capability: every
-OST written at once, with the OSTs that are trimming sharing their drives
-with the TRIM (:func:`flashsim.systems.lustre_aging.write_rates_Bps`).  A day's
+OST written at once by hypothetical writers (their rates read at an instant:
+they load nothing and write nothing), with the OSTs that are trimming sharing
+their drives with the TRIM (:func:`flashsim.systems.lustre_aging.write_rates_Bps`).  A day's
 figure is the time average over the day (hours of TRIM at the lower rate).
-A TRIM progresses at its own rate (``trim_rate``, or the drives' deallocate
-rate): the file system's real load is a few per cent of its capability
-(2.2 PB/day is 0.3 % of 7.8 TB/s), so the writers the capability measures are
-hypothetical, and the capability during a TRIM is what a writer going flat out
-would get meanwhile.  It always runs in flow fidelity: months cost seconds
-because each day is one max-min solve and one fluid step per OST.  The study
+Each OST's life runs the TRIM (a load on the drives' data paths at their
+deallocate rate, on the clock, which runs through every day): the file
+system's real load is a few per cent of its capability (2.2 PB/day is 0.3 %
+of 7.8 TB/s), so the writers the capability measures are hypothetical, and
+the capability during a TRIM is what a writer going flat out
+would get meanwhile.  The drives age through the OSTs' lives as a
+fast-forward ages them (:meth:`~flashsim.components.target_life.TargetLife.age`).
+It always runs in flow fidelity: months cost seconds because each day is one
+max-min solve and one fluid step per group of identical OSTs.  The study
 starts from fresh drives on the OSTs it simulates and leaves them aged; the
 kind-independent fast-forward of a system's state, with failures and without
 the capability measurement, is :mod:`flashsim.workloads.production`.
@@ -27,6 +31,7 @@ from dataclasses import dataclass
 from typing import Annotated, Literal
 
 import numpy as np
+import simpy
 from pydantic import Field, model_validator
 
 from flashsim.components.ssd import SsdSpec
@@ -36,9 +41,8 @@ from flashsim.progress import current
 from flashsim.systems.lustre_aging import (
     ONSET_LOSS,
     age_ost,
-    drive_bytes_per_ost_byte,
     ost_capacity_B,
-    trim_bandwidth_Bps,
+    taken_s,
     write_rates_Bps,
 )
 from flashsim.systems.lustre_core import LustreCore
@@ -65,8 +69,8 @@ class ProductionAgingPhase(StrictModel):
     trim_every : float or None
         Seconds between ``fstrim`` runs on every OST (``None``: never).
     trim_rate : float or None
-        Cap (bytes/s per drive) on deallocation while trimming; ``None``: as
-        fast as the drive deallocates, sharing its data path with writers.
+        Refused (``None`` only): the OSTs' own TRIM deallocates at the drives'
+        rate, sharing their data paths with writers, and has no cap.
     record_size : float
         Bytes per write of the capability measurement.
     """
@@ -93,15 +97,21 @@ class ProductionAgingPhase(StrictModel):
     trim_rate: Bandwidth | None = Field(
         None,
         description=(
-            "Cap per drive on deallocation while trimming (none: as fast as the drive, "
-            "sharing its data path with writers)."
+            "Not supported: a TRIM is the OST's own load at the drives' deallocate rate, "
+            "sharing their data paths with writers (no cap)."
         ),
     )
     record_size: Bytes = Field("4 MiB", description="Bytes per write of the measurement.")
 
     @model_validator(mode="after")
     def _daily_resolution(self) -> ProductionAgingPhase:
-        """TRIMs are scheduled at day boundaries: no more than one a day."""
+        """TRIMs are scheduled at day boundaries: no more than one a day; no TRIM cap."""
+        if self.trim_rate is not None:
+            raise field_error(
+                "trim_rate",
+                "a TRIM is the OST's own load at the drives' deallocate rate and has no cap; "
+                "remove the key (or slow the drives' trim_bandwidth)",
+            )
         if self.trim_every is not None and self.trim_every < DAY_S:
             raise field_error(
                 "trim_every",
@@ -188,7 +198,14 @@ class ProductionAgingDetails(PhaseDetails):
 
 
 def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> PhaseResult:
-    """``days`` of ``daily_volume`` over every OST, trimming every ``trim_every``."""
+    """``days`` of ``daily_volume`` over every OST, trimming every ``trim_every``.
+
+    Each OST's life ages its drives (:meth:`TargetLife.age`, shared by identical
+    OSTs through the system's memo) and runs the TRIMs
+    (:meth:`TargetLife.trim`, loads on the drives on the clock, which runs
+    through every day); the study measures the write capability each day.
+    """
+    sim = system.sim
     n = phase.osts if phase.osts is not None else system.n_osts
     if n > system.n_osts:
         raise ValueError(f"phase {phase.name!r}: osts = {n} but the model has {system.n_osts}")
@@ -197,45 +214,43 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
         age_ost(system, i, phase.fill, "flow", f"{system.ost(i)[1].name}.{phase.name}")
         for i in range(n)
     ]
+    lives = [system.target(i) for i in range(n)]
     rec = phase.record_size
-    fresh_rates, _ = write_rates_Bps(system, osts, rec)
-    fresh = float(np.sum(fresh_rates))
+    fresh = float(np.sum(write_rates_Bps(system, osts, rec, 0.0)))
     capacity = ost_capacity_B(system)
-    per_drive_day = phase.daily_volume / system.n_osts * drive_bytes_per_ost_byte(system)
-    remaining: dict[int, float] = {}
+    per_ost_day = phase.daily_volume / system.n_osts
+    trimming: dict[int, tuple[float, simpy.Event]] = {}  # OST -> (start s, the TRIM's end)
     next_trim = phase.trim_every if phase.trim_every is not None else math.inf
     rel: list[float] = []
     wa: list[float] = []
     trim_h: list[float] = []
     aged_rel: list[float] = []
     trim_runs: list[float] = []
-    started: dict[int, float] = {}
     flash0 = [_flash_B(ost) for ost in osts]
+    start = sim.now
     for day in current().task("days", total=phase.days, unit="day").over(range(phase.days)):
-        t0 = day * DAY_S
-        if t0 >= next_trim:
-            for i, ost in enumerate(osts):
-                remaining[i] = _dead_B(ost)
-                started[i] = t0
+        t0 = start + day * DAY_S
+        end = t0 + DAY_S
+        if day * DAY_S >= next_trim:
+            for i, life in enumerate(lives):
+                trimming.setdefault(i, (t0, life.trim()))
             next_trim += phase.trim_every or math.inf
-        for ost in osts:
-            assert ost.aging is not None
-            system.aging_memo.age(ost.aging, per_drive_day)  # identical OSTs share one step
+        for life in lives:
+            life.age(per_ost_day)
         during = [0.0] * n
         busy = [0.0] * n
-        if remaining:
-            during, _ = write_rates_Bps(system, osts, rec, remaining, phase.trim_rate)
-            for i in list(remaining):
-                rate = min(phase.trim_rate or math.inf, trim_bandwidth_Bps(osts[i]))
-                busy[i] = min(DAY_S, remaining[i] / rate) if rate < math.inf else 0.0
-                remaining[i] -= busy[i] * rate if rate < math.inf else remaining[i]
-                if remaining[i] <= 1e-6 * capacity:
-                    aging = osts[i].aging
-                    assert aging is not None
-                    aging.trim()
-                    trim_runs.append(t0 + busy[i] - started[i])
-                    del remaining[i]
-        after, _ = write_rates_Bps(system, osts, rec)
+        if trimming:
+            # What a writer going flat out would get while the TRIMs share the drives.
+            during = write_rates_Bps(system, osts, rec, 0.0)
+            ends = [ev for _, ev in trimming.values()]
+            sim.run(sim.env.any_of([sim.env.all_of(ends), sim.env.timeout(end - sim.now)]))
+            for i, (began, ev) in list(trimming.items()):
+                finish = began + taken_s(ev) if ev.triggered else end
+                busy[i] = max(0.0, min(finish, end) - max(began, t0))
+                if ev.triggered:
+                    trim_runs.append(taken_s(ev))
+                    del trimming[i]
+        after = write_rates_Bps(system, osts, rec, 0.0)
         day_bw = sum(
             (b * d + (DAY_S - b) * a) / DAY_S for b, d, a in zip(busy, during, after, strict=True)
         )
@@ -243,6 +258,8 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
         aged_rel.append(float(np.sum(after)) / fresh)
         wa.append(float(np.mean([_wa(ost) for ost in osts])))
         trim_h.append(float(np.mean(busy)) / 3600.0)
+        if sim.now < end:
+            sim.run(end)
     flash = np.mean([_flash_B(o) - f0 for o, f0 in zip(osts, flash0, strict=True)])
     days = np.arange(1, phase.days + 1, dtype=float)
     loss = 1.0 - np.array(aged_rel)
@@ -250,7 +267,6 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
     onset = float(days[hit[0]]) if len(hit) else math.nan
     drive = system.model.oss.drive
     dwpd = float(flash) / float(drive.capacity) / phase.days
-    per_ost_day = phase.daily_volume / system.n_osts
     return PhaseResult(
         name=phase.name,
         operation="write",
@@ -276,12 +292,6 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
             rated_dwpd=drive.endurance_dwpd if isinstance(drive, SsdSpec) else None,
         ),
     )
-
-
-def _dead_B(ost: OstNode) -> float:
-    """Bytes per drive a TRIM of ``ost`` would deallocate now."""
-    assert ost.aging is not None
-    return ost.aging.dead_B()
 
 
 def _wa(ost: OstNode) -> float:

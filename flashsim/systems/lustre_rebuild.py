@@ -2,15 +2,21 @@
 
 The Spider-style ``degraded-survey`` is :mod:`flashsim.systems.lustre_degraded`,
 the ``data-loss`` study :mod:`flashsim.systems.lustre_data_loss`; this module
-holds the rebuild policy, the foreground load and the rebuild start they use,
+holds the rebuild policy, the foreground load and the study context they use,
 and the checks of all three.
 
+The failures, the degraded costs and the rebuild are the OST's own
+(:class:`~flashsim.components.target_life.TargetLife`: ``fail_drive`` degrades
+the target and starts its rebuild as background flows under the policy, the
+life publishes the rebuild's progress and makes the target healthy at its
+end), the same code paths a failure event of a scenario's timeline takes.  A
+study only adds its foreground load and measures:
+
 * ``rebuild``: drives of one OST fail while an obdfilter-survey-like load runs
-  on it; the rebuild (:class:`~flashsim.components.rebuild.RebuildFlows`)
-  shares the drives with the load under the server's rebuild policy
-  (``oss.rebuild``, or the phase's ``priority``).  Reports the rebuild time and
-  the foreground bandwidth before, during and after, and whether a further
-  failure lost data first.
+  on it; the rebuild shares the drives with the load under the server's
+  rebuild policy (``oss.rebuild``, or the phase's ``priority``).  Reports the
+  rebuild time and the foreground bandwidth before, during and after, and
+  whether a further failure lost data first.
 * ``degraded-survey``: the Spider block-io-ssu-degraded test (seed 003 §6):
   every OST driven at once while a tenth of them rebuild a failed drive; the
   per-OST bandwidths and the system bandwidth against the same test healthy.
@@ -21,32 +27,30 @@ and the checks of all three.
   the OST's drives (:meth:`~flashsim.components.raid_target.RaidTarget.rebuild_path`)
   under full foreground load.
 
-All run in flow fidelity: the rebuild traffic is a background flow (degraded
-foreground costs are the same in request fidelity, see
-:mod:`flashsim.components.rebuild`).
+The ``rebuild`` and ``degraded-survey`` studies define their own failures:
+they start from a healthy OST (its aging kept) and leave it healthy
+(:func:`own_failures`).  All run in flow fidelity (degraded foreground costs
+are the same in request fidelity, see :mod:`flashsim.components.rebuild`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+import simpy
 from pydantic import Field
 
-from flashsim.components.failures import (
-    failure_times,
-)
-from flashsim.components.rebuild import (
-    ArrayGeometry,
-    DegradedState,
-    RebuildFlows,
-    RebuildPolicy,
-    rebuild_traffic,
-)
+from flashsim.components.failures import failure_times
+from flashsim.components.rebuild import ArrayGeometry, RebuildPolicy, rebuild_traffic
 from flashsim.components.target_life import REBUILD_STEPS as LIFE_REBUILD_STEPS
+from flashsim.components.target_life import TargetLife
 from flashsim.config import Bytes, NonNegativeSeconds, Seconds, StrictModel, UnitFraction
 from flashsim.engine.flows import Flow
+from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
 from flashsim.systems.lustre_core import LustreCore
 from flashsim.systems.lustre_cost import op_cost
@@ -56,8 +60,8 @@ OpKind = Literal["read", "write"]
 #: Bytes of a foreground flow that runs until cancelled.
 ENDLESS_B = 1e18
 #: Foreground flows are restarted this many times during a rebuild, so their
-#: degraded-read costs follow the rebuilt fraction (the steps a target's life publishes
-#: its rebuild's progress in: components.target_life).
+#: degraded-read costs follow the rebuilt fraction: at the steps the target's life
+#: publishes its rebuild's progress in (components.target_life).
 REBUILD_STEPS = LIFE_REBUILD_STEPS
 
 
@@ -204,6 +208,45 @@ def geometry_of(system: LustreCore) -> ArrayGeometry:
     return ArrayGeometry.of_raid(spec.raid, spec.drives_per_target)
 
 
+@contextmanager
+def own_failures(life: TargetLife, policy: RebuildPolicy, fill: float) -> Iterator[TargetLife]:
+    """A study whose failures are its own: ``life`` healthy at its start and at its end.
+
+    Meanwhile the life rebuilds under the study's ``policy`` and ``fill``, in
+    flow fidelity (the studies' foreground loads are flows); its aging is
+    kept, and its policy, fill and fidelity are restored afterwards.
+    """
+    saved = (life.policy, life.rebuild_fill, life.fidelity)
+    life.heal()
+    life.policy, life.rebuild_fill, life.fidelity = policy, fill, "flow"
+    try:
+        yield life
+    finally:
+        life.heal()
+        life.policy, life.rebuild_fill, life.fidelity = saved
+
+
+def settle(sim: Simulation) -> None:
+    """Let what a state change started now take its first step (no simulated time passes).
+
+    After :meth:`TargetLife.fail_drive` the life's rebuild process schedules
+    its first progress step; a study that waits for that step afterwards is
+    then woken after the life has published it.
+    """
+    sim.run(sim.env.timeout(0.0))
+
+
+def rebuild_end(life: TargetLife) -> simpy.Event:
+    """The event the life's running rebuild triggers when it ends (one never triggered if none).
+
+    ADAPTER until :class:`TargetLife` publishes it (``TargetLife.rebuild_end()``,
+    asked for in issue 17's deliverable 5): the life's running
+    :class:`~flashsim.components.rebuild.RebuildFlows` in flow fidelity.
+    """
+    running = life._rebuild
+    return running.done if running is not None else life.sim.env.event()
+
+
 class ForegroundLoad:
     """``threads`` obdfilter-like streams on one OST, restartable when its costs change."""
 
@@ -271,27 +314,6 @@ class ForegroundLoad:
         return (self.moved_B - before) / duration_s
 
 
-def start_rebuild(
-    system: LustreCore,
-    ost: OstNode,
-    state: DegradedState,
-    volume_B: float,
-    policy: RebuildPolicy,
-    label: str,
-) -> RebuildFlows:
-    """Rebuild ``volume_B`` bytes of ``state.failed`` on ``ost`` as background flows."""
-    path, alone = ost.rebuild_path(rebuild_traffic(state.geometry, state.failed))
-    return RebuildFlows(
-        system.sim.flows,
-        f"{ost.name}.{label}",
-        path,
-        volume_B,
-        alone,
-        policy,
-        state.geometry.chunk_B,
-    )
-
-
 def alone_rebuild_s(system: LustreCore, ost: OstNode, failed: list[int], fill: float) -> float:
     """Rebuild time (s) of ``failed`` on ``ost``'s otherwise idle drives (flow resources)."""
     geom = geometry_of(system)
@@ -299,15 +321,10 @@ def alone_rebuild_s(system: LustreCore, ost: OstNode, failed: list[int], fill: f
     return len(failed) * fill * float(ost.drive.capacity) / alone
 
 
-# ............................................................... rebuild
-def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
-    """Fail drives of one OST under load; rebuild; foreground before, during and after."""
+def drive_failures(system: LustreCore, phase: RebuildPhase) -> list[DriveFailure]:
+    """The phase's failures, given and drawn from its AFR, in time order (drives checked)."""
     sim = system.sim
     _, ost = system.ost(phase.ost)
-    # The study defines its own failures: it starts from a healthy OST (its aging kept)
-    # and leaves it healthy, as its life then knows it.
-    system.target(phase.ost).heal()
-    policy = rebuild_policy(system, phase.priority)
     geom = geometry_of(system)
     if phase.failures is not None:
         failures = list(phase.failures)
@@ -322,71 +339,75 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
         ]
     for f in failures:
         geom.check_drive(f.drive)
+    return sorted(failures, key=lambda f: f.at)
+
+
+# ............................................................... rebuild
+def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
+    """Fail drives of one OST under load; foreground before, during and after its rebuild.
+
+    The OST's life fails the drives and runs their rebuild (as every failure
+    event does); the study adds its foreground load, restarted whenever the
+    life publishes a step of the rebuild's progress (a flow's costs are fixed
+    when it starts), and measures.
+    """
+    sim = system.sim
+    _, ost = system.ost(phase.ost)
+    policy = rebuild_policy(system, phase.priority)
+    events = drive_failures(system, phase)
     seq = phase.access == "sequential"
     fg = ForegroundLoad(system, phase.ost, phase.operation, phase.record_size, phase.threads, seq)
-    fg.start()
-    before = fg.measure(phase.window) if phase.threads else 0.0
     per_drive = phase.fill * float(ost.drive.capacity)
-    events = sorted(failures, key=lambda f: f.at)
-    t0 = sim.now
-    state = DegradedState(geom, [], decode_Bps=policy.decode_bandwidth)
-    rebuilt = 0.0  # bytes reconstructed so far
-    total = 0.0
-    rebuild: RebuildFlows | None = None
-    lost_at: float | None = None
-    pending = list(events)
-    every: list[int] = []  # every drive that failed
-    volume = 0.0  # bytes reconstructed or to reconstruct, over all rebuilds
-    degraded_s = 0.0  # time with a drive down (rebuild running); healthy gaps excluded
-    degraded_B = 0.0  # foreground bytes moved meanwhile
-    while True:
-        if rebuild is not None:
-            rebuilt += rebuild.stop()
-            rebuild = None
-        if state.failed and rebuilt >= total * (1 - 1e-9):
-            # Rebuilt into spare space: those drives no longer count as down.
-            state = DegradedState(geom, [], decode_Bps=policy.decode_bandwidth)
-            rebuilt = total = 0.0
-            ost.degraded = None
-            fg.restart()
-        while pending and pending[0].at <= sim.now - t0 + 1e-9:
-            failure = pending.pop(0)
-            if failure.drive in state.failed:
-                continue
-            state.failed.append(failure.drive)
-            every.append(failure.drive)
-            total += per_drive
-            volume += per_drive
-        if state.data_lost():
-            lost_at = sim.now - t0 - events[0].at
-            break
-        if not state.failed:
-            if not pending:
+    with own_failures(system.target(phase.ost), policy, phase.fill) as life:
+        fg.start()
+        before = fg.measure(phase.window) if phase.threads else 0.0
+        t0 = sim.now
+        lost_at: float | None = None
+        pending = list(events)
+        every: list[int] = []  # every drive that failed
+        volume = 0.0  # bytes reconstructed or to reconstruct, over all rebuilds
+        degraded_s = 0.0  # time with a drive down (rebuild running); healthy gaps excluded
+        degraded_B = 0.0  # foreground bytes moved meanwhile
+        was_down = False
+        while True:
+            while pending and pending[0].at <= sim.now - t0 + 1e-9:
+                failure = pending.pop(0)
+                if failure.drive in life.status().failed_drives:
+                    continue
+                life.fail_drive(failure.drive)
+                every.append(failure.drive)
+                volume += per_drive
+                settle(sim)
+            down = life.status()
+            if down.data_lost:
+                lost_at = sim.now - t0 - events[0].at
                 break
-            sim.run(t0 + pending[0].at)
-            continue
-        state.rebuilt_fraction = rebuilt / total
-        ost.degraded = state
-        fg.restart()
-        rebuild = start_rebuild(system, ost, state, total - rebuilt, policy, phase.name)
-        # Run to the next failure, the next cost update, or the end of the rebuild.
-        alone = alone_rebuild_s(system, ost, state.failed, phase.fill)
-        until = sim.now + alone / policy.priority / REBUILD_STEPS
-        if pending:
-            until = min(until, t0 + pending[0].at)
-        seg_s, seg_B = sim.now, fg.moved_now_B()
-        sim.run(sim.env.any_of([rebuild.done, sim.env.timeout(until - sim.now)]))
-        degraded_s += sim.now - seg_s
-        degraded_B += fg.moved_now_B() - seg_B
-    fg.stop()
-    during_s = degraded_s
-    during = degraded_B / during_s if during_s > 0 else math.nan
-    ost.degraded = None
+            if not down.failed_drives:
+                if was_down:
+                    fg.restart()  # rebuilt: healthy costs again
+                    was_down = False
+                if not pending:
+                    break
+                sim.run(t0 + pending[0].at)
+                continue
+            was_down = True
+            fg.restart()  # the costs of the life's state now (failed drives, rebuilt share)
+            # Run to the next failure, the life's next progress step, or the rebuild's end.
+            step = alone_rebuild_s(system, ost, list(down.failed_drives), phase.fill)
+            delay = step / policy.priority / REBUILD_STEPS
+            if pending:
+                delay = min(delay, t0 + pending[0].at - sim.now)
+            seg_s, seg_B = sim.now, fg.moved_now_B()
+            sim.run(sim.env.any_of([rebuild_end(life), sim.env.timeout(delay)]))
+            degraded_s += sim.now - seg_s
+            degraded_B += fg.moved_now_B() - seg_B
+        fg.stop()
+    during = degraded_B / degraded_s if degraded_s > 0 else math.nan
     fg.start()
     after = fg.measure(phase.window) if phase.threads and lost_at is None else math.nan
     fg.stop()
     lost = lost_at is not None
-    rebuild_time = math.nan if lost else during_s
+    rebuild_time = math.nan if lost else degraded_s
     first = [events[0].drive] if events else [0]
     details = RebuildDetails(
         ost=phase.ost,
