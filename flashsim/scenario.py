@@ -219,6 +219,30 @@ def _phase_name(phase: Any, index: int) -> str:
     return name if isinstance(name, str) else str(index)
 
 
+def timed_phases(scenario: LoadedScenario) -> list[TimedPhase]:
+    """The phases a run runs, with their timing keys.
+
+    ``scenario.timed`` as loaded; or, when a caller replaced ``scenario.phases``
+    (a notebook or benchmark running some phases alone, e.g.
+    ``dataclasses.replace(loaded, phases=[...])``), those phases in that order,
+    each with its own timing keys (an ``after`` naming a phase left out is
+    dropped: the phase then starts when the one before it in the list ends).
+    """
+    if [id(t.phase) for t in scenario.timed] == [id(p) for p in scenario.phases]:
+        return scenario.timed
+    own = {id(t.phase): t for t in scenario.timed}
+    kept = {own[id(p)].name for p in scenario.phases if id(p) in own}
+    out: list[TimedPhase] = []
+    for i, phase in enumerate(scenario.phases):
+        found = own.get(id(phase))
+        timing = found.timing if found is not None else PhaseTiming.model_validate({})
+        if timing.after is not None and timing.after not in kept:
+            timing = timing.model_copy(update={"after": None})
+        name = found.name if found is not None else _phase_name(phase, i)
+        out.append(TimedPhase(i, name, phase, timing))
+    return out
+
+
 def check_phases(
     path: Path, raw: list[dict[str, Any]], system: LoadedModel, phases: list[Any], seed: int = 0
 ) -> None:
@@ -431,10 +455,7 @@ def run_loaded(
 
     from flashsim.progress import open_progress
 
-    timed = scenario.timed or [
-        TimedPhase(i, _phase_name(phase, i), phase, PhaseTiming.model_validate({}))
-        for i, phase in enumerate(scenario.phases)
-    ]
+    timed = timed_phases(scenario)
     with _Watchdog(limits, started) as dog, open_progress(progress) as shown:
         try:
             sim = Simulation(scenario.spec.seed)

@@ -127,3 +127,23 @@ def test_the_fast_forward_example_tells_its_story() -> None:
     assert probe["probe@115d"] < 0.95 * probe["probe@5d"]
     labels = [s.label for s in result.timeline]
     assert "events.0: fail-drive" in labels and "events.1: trim" in labels
+
+
+def test_a_caller_may_run_some_phases_alone(tmp_path: Path) -> None:
+    """``dataclasses.replace(loaded, phases=[...])`` runs just those (notebooks, benchmarks)."""
+    import dataclasses
+
+    path = tmp_path / "s.toml"
+    path.write_text(
+        f'name = "t"\nsystem = "{MODEL}"\nseed = 1\nfidelity = "flow"\n\n'
+        f'[system_set]\n"oss.count" = 1\n\n'
+        + _ior("first")
+        + _ior("second", '\nafter = "first"\n')
+        + _ior("late", '\nstart = "1 h"\n')
+    )
+    loaded = load_scenario(path)
+    alone = [p for p in loaded.phases if p.name in ("second", "late")]
+    result = run_loaded(dataclasses.replace(loaded, phases=alone))
+    assert [p.name for p in result.phases] == ["second", "late"]
+    assert result.phases[0].start_s == 0.0
+    assert result.phases[1].start_s == pytest.approx(3600.0)
