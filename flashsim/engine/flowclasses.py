@@ -460,6 +460,106 @@ class ClassLayer(FlowState):
                 return k, best
         return None  # pragma: no cover - best is one of the ratios
 
+    def _new_bottlenecks(self, slots: list[int]) -> list[tuple[int, int, float]] | None:
+        """Where new flows that found no class go: ``(slot, bottleneck or 0 at cap, level)``.
+
+        The flows (none crossing a class's bottleneck, else None) are solved
+        exactly among themselves on the capacity the classes leave them
+        (``capacity - load`` on each constraint of their paths); each one's
+        bottleneck is the first constraint in its path order (own entries,
+        then segments) that the sub-solution saturates and on which the flow
+        has the highest level, or 0 at its (finite) cap.  The classes stay
+        put, so this is the max-min solution when no class crossing a new
+        bottleneck sits above it and no other constraint overflows: the
+        checks of :meth:`_fast_update` (a created class is verified as one
+        whose level fell) decide, and hand the event to the repair otherwise.
+        Costs the flows' paths (one class-load sum per constraint they cross).
+        """
+        arr = np.array(slots, dtype=np.int64)
+        f = self._factored(arr)
+        used = f.cons()
+        if (self._con_class_arr[used] >= 0).any():
+            return None
+        rates: dict[int, float] = {}
+        load = np.array([self._load_cached(k, rates) for k in used.tolist()])
+        residual = np.maximum(self._con_cap[used] - load, 0.0)
+        level = self._solve_factored(f, residual, arr, used)
+        n = self._n_cons
+        sub_load = np.zeros(n)
+        f.add_to(sub_load, self._priority[arr] * level)
+        sub_max = np.zeros(n)
+        f.max_into(sub_max, level)
+        res_full = np.full(n, np.inf)
+        res_full[used] = residual
+        saturated = (sub_load >= res_full * (1.0 - SATURATION_RTOL)) & np.isfinite(res_full)
+        saturated[0] = False
+        placed: list[tuple[int, int, float]] = []
+        picked: set[int] = set()
+        for slot, mu in zip(slots, level.tolist(), strict=True):
+            spec = self._spec[slot]
+            assert spec is not None
+            if mu >= spec[3] * (1.0 - LEVEL_RTOL):
+                if not math.isfinite(spec[3]):
+                    return None
+                placed.append((slot, 0, spec[3]))
+                continue
+            found = self._sub_bottleneck(spec, mu, saturated, sub_max, picked)
+            if not found:
+                return None  # pragma: no cover - max-min optimality of the sub-solution
+            picked.add(found)
+            placed.append((slot, found, mu))
+        return placed
+
+    def _sub_bottleneck(
+        self,
+        spec: FlowSpec,
+        mu: float,
+        saturated: BoolArray,
+        max_level: FloatArray,
+        picked: set[int],
+    ) -> int:
+        """A flow's bottleneck in a sub-solution, named as :meth:`_bottleneck_choice` names it.
+
+        A candidate is a saturated constraint on which the flow at level ``mu``
+        has the highest level; the first in path order, preferring one already
+        ``picked`` (a class), own entries before segments; in a segment, the
+        saturated constraint with the lowest highest-level (ties: picked, then
+        the lowest index).  0 if none.
+        """
+        low = 1.0 - LEVEL_RTOL
+        first = 0
+        for k in spec[0]:
+            if saturated[k] and mu >= max_level[k] * low:
+                if k in picked:
+                    return k
+                if not first:
+                    first = k
+        if first:
+            return first
+        for g, _u in spec[5]:
+            cons = self._seg_cons[g]
+            key = np.where(saturated[cons], max_level[cons], np.inf)
+            least = key.min()
+            if least == np.inf:
+                continue
+            tied = np.sort(cons[key == least])
+            k = next((int(t) for t in tied.tolist() if t in picked), int(tied[0]))
+            if mu >= max_level[k] * low:
+                return k
+        return 0
+
+    def _load_cached(self, k: int, rates: dict[int, float]) -> float:
+        """:meth:`_load` of ``k``, each segment's rate summed once into ``rates``."""
+        classes = self._classes
+        load = self._con_fixed[k]
+        load += sum(classes[c].mu * classes[c].w[k] for c in self._con_movers[k])
+        for g in self._con_segs[k]:
+            rate = rates.get(g)
+            if rate is None:
+                rate = rates[g] = self._seg_rate(g)
+            load += self._seg_coef_of[g][k] * rate
+        return float(load)
+
     def _solo(self, cons: IntArray) -> BoolArray:
         """Which of ``cons`` only one segment in use loads (no class crosses them directly)."""
         solo: BoolArray = (self._con_nsegs[cons] == 1) & (self._con_ncls[cons] == 0)
@@ -656,6 +756,8 @@ class ClassLayer(FlowState):
         con_class = self._con_class
         joined: list[int] = []
         changed: list[tuple[int, float]] = []
+        created: set[int] = set()
+        deferred: list[int] = []
         ok = True
         for slot in new:
             spec = self._spec[slot]
@@ -673,20 +775,45 @@ class ClassLayer(FlowState):
                     if classes[cid].mu < best:
                         best = classes[cid].mu
                         target = cid
+            if target < 0 and deferred:
+                deferred.append(slot)  # solved with the flows before it that found no class
+                continue
             lone = None if target >= 0 else self._lone_bottleneck(spec)
             if target >= 0:
                 c = classes[target]
             elif lone is not None:
                 # A new bottleneck forms on a lone flow's own path: its class directly.
                 c = self._new_class(lone[0], np.inf, lone[1])
-            elif math.isfinite(spec[3]):
-                cap_cid = self._cap_class.get(spec[3])
-                c = classes[cap_cid] if cap_cid is not None else self._new_class(0, best, best)
             else:
-                ok = False  # a new bottleneck forms among other flows: leave it to the repair
-                break
+                deferred.append(slot)  # a new bottleneck among other flows, or its cap
+                continue
             self._join(slot, c, spec[4])
             joined.append(slot)
+        if deferred:
+            placed = self._new_bottlenecks(deferred)
+            if placed is None:
+                ok = False  # leave it to the repair
+            else:
+                for slot, k, level in placed:
+                    spec = self._spec[slot]
+                    assert spec is not None
+                    if k:
+                        cid = con_class[k]
+                        if cid >= 0:
+                            c = classes[cid]
+                        else:
+                            # Checked below like any class, and against those crossing it.
+                            c = self._new_class(k, np.inf, level)
+                            created.add(c.cid)
+                    else:
+                        cap_cid = self._cap_class.get(spec[3])
+                        c = (
+                            classes[cap_cid]
+                            if cap_cid is not None
+                            else self._new_class(0, spec[3], spec[3])
+                        )
+                    self._join(slot, c, spec[4])
+                    joined.append(slot)
         if ok:
             seeds = {con_class[k] for k in self._touched if con_class[k] >= 0}
             for g in self._touched_segs:
@@ -698,8 +825,11 @@ class ClassLayer(FlowState):
             old = dict(changed)
             check = set(old)
             check.update(int(self._cls[s]) for s in joined)
+            # A class created here is checked as one whose level fell: every class crossing
+            # its bottleneck must sit at or below it.
             ok = all(
-                self._verify(classes[cid], classes[cid].mu < old.get(cid, -np.inf)) for cid in check
+                self._verify(classes[cid], cid in created or classes[cid].mu < old.get(cid, -np.inf))
+                for cid in check
             )
         if ok:
             # A segment's rate can pass a threshold only if it rose: its users changed,
