@@ -49,6 +49,8 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -250,6 +252,8 @@ class ClassLayer(FlowState):
         self._n_active = 0
         # Bytes moved per bottleneck constraint or cap label (measure's per-interval limits).
         self._ledger = LimitLedger()
+        # Segment rates while no class level or member changes (see _levels_fixed).
+        self._rate_memo: dict[int, float] | None = None
         super().__init__()
 
     def _on_new_constraints(self, grow: int) -> None:
@@ -283,9 +287,34 @@ class ClassLayer(FlowState):
 
     # ------------------------------------------------------------ derived values
     def _seg_rate(self, g: int) -> float:
-        """Rate through segment ``g`` (bytes/s per unit of its coefficients)."""
+        """Rate through segment ``g`` (bytes/s per unit of its coefficients).
+
+        Inside :meth:`_levels_fixed` each segment's sum is taken once.
+        """
+        memo = self._rate_memo
+        if memo is not None:
+            rate = memo.get(g)
+            if rate is None:
+                classes = self._classes
+                rate = memo[g] = sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
+            return rate
         classes = self._classes
         return sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
+
+    @contextmanager
+    def _levels_fixed(self) -> Iterator[None]:
+        """Within this block, :meth:`_seg_rate` sums each segment's classes once.
+
+        Only for code that changes no class's level or members (re-deriving
+        and checking thresholds): the sums would go stale.
+        """
+        outer = self._rate_memo
+        if outer is None:
+            self._rate_memo = {}
+        try:
+            yield
+        finally:
+            self._rate_memo = outer
 
     def _weight(self, c: FlowClass, k: int) -> float:
         """Summed coefficient x priority of class ``c``'s members on constraint ``k``."""
@@ -820,26 +849,8 @@ class ClassLayer(FlowState):
                 seeds.update(con_class[k] for k in self._seg_bott[g])
             ok = self._update_levels(seeds, changed)
         if ok:
-            ok = all(self._refresh_constraint(k) for k in self._touched)
-        if ok:
-            old = dict(changed)
-            check = set(old)
-            check.update(int(self._cls[s]) for s in joined)
-            # A class created here is checked as one whose level fell: every class crossing
-            # its bottleneck must sit at or below it.
-            ok = all(
-                self._verify(classes[cid], cid in created or classes[cid].mu < old.get(cid, -np.inf))
-                for cid in check
-            )
-        if ok:
-            # A segment's rate can pass a threshold only if it rose: its users changed,
-            # or a class using it moved up (one whose level fell only lowers it).
-            segs = set(self._touched_segs)
-            for cid, mu in changed:
-                c = classes[cid]
-                if c.mu > mu:
-                    segs.update(c.segw)
-            ok = all(self._check_segment(g) for g in segs)
+            with self._levels_fixed():
+                ok = self._check_classes(changed, joined, created)
         if not ok:
             for cid, mu in changed:
                 if cid in classes:
@@ -849,6 +860,36 @@ class ClassLayer(FlowState):
             # Thresholds derived from the tentative levels are re-derived after the repair.
             self._touched.update(self._refreshed)
         return ok
+
+    def _check_classes(
+        self, changed: list[tuple[int, float]], joined: list[int], created: set[int]
+    ) -> bool:
+        """The checks of :meth:`_fast_update` once levels are re-solved; False on a violation.
+
+        Touched constraints get their thresholds re-derived; classes whose level
+        changed, or that flows joined, are verified (a class ``created`` here as
+        one whose level fell: every class crossing its bottleneck must sit at or
+        below it); segments whose rate may have risen are checked.
+        """
+        classes = self._classes
+        if not all(self._refresh_constraint(k) for k in self._touched):
+            return False
+        old = dict(changed)
+        check = set(old)
+        check.update(int(self._cls[s]) for s in joined)
+        if not all(
+            self._verify(classes[cid], cid in created or classes[cid].mu < old.get(cid, -np.inf))
+            for cid in check
+        ):
+            return False
+        # A segment's rate can pass a threshold only if it rose: its users changed,
+        # or a class using it moved up (one whose level fell only lowers it).
+        segs = set(self._touched_segs)
+        for cid, mu in changed:
+            c = classes[cid]
+            if c.mu > mu:
+                segs.update(c.segw)
+        return all(self._check_segment(g) for g in segs)
 
     def _update_levels(self, seeds: set[int], changed: list[tuple[int, float]]) -> bool:
         """Re-solve the levels of bottleneck classes in level order from ``seeds``.
@@ -1199,8 +1240,9 @@ class ClassLayer(FlowState):
         # Constraints whose movers changed, or whose load the repair raised, get their
         # thresholds re-derived (a solo constraint has none: its segment's bound holds).
         reloaded = reloaded[~self._solo(reloaded)]
-        for k in self._touched.union(reloaded.tolist()):
-            self._refresh_constraint(k)
+        with self._levels_fixed():
+            for k in self._touched.union(reloaded.tolist()):
+                self._refresh_constraint(k)
 
     def _class_clocks_now(self) -> FloatArray:
         """Virtual time of every class at ``now``, indexed by class id."""
@@ -1408,8 +1450,9 @@ class ClassLayer(FlowState):
         # Constraints of segments in use: thresholds where something else loads them too;
         # solo ones are checked by their segment's bound.
         shared = in_seg & ((self._con_nsegs[:n] > 1) | (self._con_ncls[:n] > 0))
-        for k in np.flatnonzero(shared).tolist():
-            self._refresh_constraint(k)
+        with self._levels_fixed():
+            for k in np.flatnonzero(shared).tolist():
+                self._refresh_constraint(k)
         # The cached flow levels take the classes' levels exactly.
         self._level[active] = cls_mu[cid_of]
         self._con_load[:] = 0.0
