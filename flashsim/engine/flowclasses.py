@@ -509,8 +509,14 @@ class ClassLayer(FlowState):
         used = f.cons()
         if (self._con_class_arr[used] >= 0).any():
             return None
-        rates: dict[int, float] = {}
-        load = np.array([self._load_cached(k, rates) for k in used.tolist()])
+        # Constraints no class crosses and no segment in use holds carry only their fixed
+        # load (what cap classes that left it behind rounded to); the rest sum their classes.
+        con_fixed = self._con_fixed
+        load = np.array([con_fixed[k] for k in used.tolist()])
+        busy = np.flatnonzero((self._con_ncls[used] > 0) | (self._con_nsegs[used] > 0))
+        if busy.size:
+            rates: dict[int, float] = {}
+            load[busy] = [self._load_cached(k, rates) for k in used[busy].tolist()]
         residual = np.maximum(self._con_cap[used] - load, 0.0)
         level = self._solve_factored(f, residual, arr, used)
         n = self._n_cons
