@@ -42,7 +42,13 @@ flow-level repair of :class:`~flashsim.engine.flowstate.FlowState`, then moves
 only the flows that repair reached.  One new bottleneck needs no repair: a flow
 *alone* on its path (no class crosses any of its constraints) runs at the least
 capacity / coefficient along it, so its class is made there directly and checked
-as above (a read on a 160-OST stripe set costs its own path).
+as above (a read on a 160-OST stripe set costs its own path).  Nor do new flows
+that cross no class's bottleneck but share constraints with other classes (a
+checkpoint's write-behind drain starting on an idle OST behind busy client
+NICs): they are solved exactly among themselves on the capacity the classes
+leave them, their bottleneck classes are made from that sub-solution, and the
+checks above (with every class crossing a new bottleneck at or below it) decide
+whether it stands.
 """
 
 from __future__ import annotations
@@ -562,15 +568,12 @@ class ClassLayer(FlowState):
         the lowest index).  0 if none.
         """
         low = 1.0 - LEVEL_RTOL
-        first = 0
+        best, best_score = 0, 0
         for k in spec[0]:
             if saturated[k] and mu >= max_level[k] * low:
-                if k in picked:
-                    return k
-                if not first:
-                    first = k
-        if first:
-            return first
+                score = 3 if k in picked else 2
+                if score > best_score:
+                    best, best_score = k, score
         for g, _u in spec[5]:
             cons = self._seg_cons[g]
             key = np.where(saturated[cons], max_level[cons], np.inf)
@@ -580,8 +583,10 @@ class ClassLayer(FlowState):
             tied = np.sort(cons[key == least])
             k = next((int(t) for t in tied.tolist() if t in picked), int(tied[0]))
             if mu >= max_level[k] * low:
-                return k
-        return 0
+                score = 3 if k in picked else 2
+                if score > best_score:
+                    best, best_score = k, score
+        return best
 
     def _load_cached(self, k: int, rates: dict[int, float]) -> float:
         """:meth:`_load` of ``k``, each segment's rate summed once into ``rates``."""
