@@ -687,6 +687,7 @@ class ClassLayer(FlowState):
         con_z = self._con_z
         con_class = self._con_class
         con_fixed = self._con_fixed
+        fresh: list[int] = []
         for k, a in zip(cons, coefs, strict=True):
             dw = a * prio
             n = c.cnt.get(k, 0)
@@ -697,7 +698,7 @@ class ClassLayer(FlowState):
                 c.cnt[k] = 1
                 c.w[k] = dw
                 self._con_cls[k].add(cid)
-                self._con_ncls[k] += 1
+                fresh.append(k)
                 self._con_used.add(k)
                 if c.con:
                     self._con_movers[k].add(cid)
@@ -705,7 +706,11 @@ class ClassLayer(FlowState):
                     c.sat.add(k)
             if not c.con:
                 con_fixed[k] += c.mu * dw
-            con_z[k] += dw * vtime
+        if cons:
+            # One vector update each (the same sums as entry by entry: cons are distinct).
+            con_z[list(cons)] += np.array(coefs) * prio * vtime
+            if fresh:
+                self._con_ncls[fresh] += 1
         self._touched.update(cons)
         for g, u in segs:
             dw = u * prio
@@ -740,6 +745,7 @@ class ClassLayer(FlowState):
         cid = c.cid
         con_z = self._con_z
         con_fixed = self._con_fixed
+        gone: list[int] = []
         for k, a in zip(cons, coefs, strict=True):
             dw = a * prio
             if not c.con:
@@ -752,11 +758,15 @@ class ClassLayer(FlowState):
                 del c.cnt[k]
                 del c.w[k]
                 self._con_cls[k].discard(cid)
-                self._con_ncls[k] -= 1
+                gone.append(k)
                 self._con_movers[k].discard(cid)
                 if not (c.segw and self._crosses_by_segment(c, k)):
                     c.sat.discard(k)
-            con_z[k] -= dw * vtime
+        if cons:
+            # One vector update each (the same sums as entry by entry: cons are distinct).
+            con_z[list(cons)] -= np.array(coefs) * prio * vtime
+            if gone:
+                self._con_ncls[gone] -= 1
         self._touched.update(cons)
         for g, u in segs:
             dw = u * prio
