@@ -81,9 +81,12 @@ class CountingNetwork(FlowNetwork):
 
 
 class RepairingNetwork(CountingNetwork):
-    """A counting network without the lone-flow class path: new bottlenecks are repaired."""
+    """A counting network without the class paths for new bottlenecks: they are repaired."""
 
     def _lone_bottleneck(self, spec: FlowSpec) -> tuple[int, float] | None:
+        return None
+
+    def _new_bottlenecks(self, slots: list[int]) -> list[tuple[int, int, float]] | None:
         return None
 
 

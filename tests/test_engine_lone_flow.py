@@ -37,6 +37,9 @@ class RepairOnly(FlowNetwork):
     def _lone_bottleneck(self, spec: FlowSpec) -> tuple[int, float] | None:
         return None
 
+    def _new_bottlenecks(self, slots: list[int]) -> list[tuple[int, int, float]] | None:
+        return None
+
 
 def _exact(net: FlowNetwork) -> bool:
     if not net.active_flows:

@@ -42,13 +42,21 @@ flow-level repair of :class:`~flashsim.engine.flowstate.FlowState`, then moves
 only the flows that repair reached.  One new bottleneck needs no repair: a flow
 *alone* on its path (no class crosses any of its constraints) runs at the least
 capacity / coefficient along it, so its class is made there directly and checked
-as above (a read on a 160-OST stripe set costs its own path).
+as above (a read on a 160-OST stripe set costs its own path).  Nor do new flows
+that cross no class's bottleneck but share constraints with other classes (a
+checkpoint's write-behind drain starting on an idle OST behind busy client
+NICs): they are solved exactly among themselves on the capacity the classes
+leave them, their bottleneck classes are made from that sub-solution, and the
+checks above (with every class crossing a new bottleneck at or below it) decide
+whether it stands.
 """
 
 from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -250,6 +258,8 @@ class ClassLayer(FlowState):
         self._n_active = 0
         # Bytes moved per bottleneck constraint or cap label (measure's per-interval limits).
         self._ledger = LimitLedger()
+        # Segment rates while no class level or member changes (see _levels_fixed).
+        self._rate_memo: dict[int, float] | None = None
         super().__init__()
 
     def _on_new_constraints(self, grow: int) -> None:
@@ -283,9 +293,34 @@ class ClassLayer(FlowState):
 
     # ------------------------------------------------------------ derived values
     def _seg_rate(self, g: int) -> float:
-        """Rate through segment ``g`` (bytes/s per unit of its coefficients)."""
+        """Rate through segment ``g`` (bytes/s per unit of its coefficients).
+
+        Inside :meth:`_levels_fixed` each segment's sum is taken once.
+        """
+        memo = self._rate_memo
+        if memo is not None:
+            rate = memo.get(g)
+            if rate is None:
+                classes = self._classes
+                rate = memo[g] = sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
+            return rate
         classes = self._classes
         return sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
+
+    @contextmanager
+    def _levels_fixed(self) -> Iterator[None]:
+        """Within this block, :meth:`_seg_rate` sums each segment's classes once.
+
+        Only for code that changes no class's level or members (re-deriving
+        and checking thresholds): the sums would go stale.
+        """
+        outer = self._rate_memo
+        if outer is None:
+            self._rate_memo = {}
+        try:
+            yield
+        finally:
+            self._rate_memo = outer
 
     def _weight(self, c: FlowClass, k: int) -> float:
         """Summed coefficient x priority of class ``c``'s members on constraint ``k``."""
@@ -460,6 +495,111 @@ class ClassLayer(FlowState):
                 return k, best
         return None  # pragma: no cover - best is one of the ratios
 
+    def _new_bottlenecks(self, slots: list[int]) -> list[tuple[int, int, float]] | None:
+        """Where new flows that found no class go: ``(slot, bottleneck or 0 at cap, level)``.
+
+        The flows (none crossing a class's bottleneck, else None) are solved
+        exactly among themselves on the capacity the classes leave them
+        (``capacity - load`` on each constraint of their paths); each one's
+        bottleneck is the first constraint in its path order (own entries,
+        then segments) that the sub-solution saturates and on which the flow
+        has the highest level, or 0 at its (finite) cap.  The classes stay
+        put, so this is the max-min solution when no class crossing a new
+        bottleneck sits above it and no other constraint overflows: the
+        checks of :meth:`_fast_update` (a created class is verified as one
+        whose level fell) decide, and hand the event to the repair otherwise.
+        Costs the flows' paths (one class-load sum per constraint they cross).
+        """
+        arr = np.array(slots, dtype=np.int64)
+        f = self._factored(arr)
+        used = f.cons()
+        if (self._con_class_arr[used] >= 0).any():
+            return None
+        # Constraints no class crosses and no segment in use holds carry only their fixed
+        # load (what cap classes that left it behind rounded to); the rest sum their classes.
+        con_fixed = self._con_fixed
+        load = np.array([con_fixed[k] for k in used.tolist()])
+        busy = np.flatnonzero((self._con_ncls[used] > 0) | (self._con_nsegs[used] > 0))
+        if busy.size:
+            rates: dict[int, float] = {}
+            load[busy] = [self._load_cached(k, rates) for k in used[busy].tolist()]
+        residual = np.maximum(self._con_cap[used] - load, 0.0)
+        level = self._solve_factored(f, residual, arr, used)
+        n = self._n_cons
+        sub_load = np.zeros(n)
+        f.add_to(sub_load, self._priority[arr] * level)
+        sub_max = np.zeros(n)
+        f.max_into(sub_max, level)
+        res_full = np.full(n, np.inf)
+        res_full[used] = residual
+        saturated = (sub_load >= res_full * (1.0 - SATURATION_RTOL)) & np.isfinite(res_full)
+        saturated[0] = False
+        placed: list[tuple[int, int, float]] = []
+        picked: set[int] = set()
+        for slot, mu in zip(slots, level.tolist(), strict=True):
+            spec = self._spec[slot]
+            assert spec is not None
+            if mu >= spec[3] * (1.0 - LEVEL_RTOL):
+                if not math.isfinite(spec[3]):
+                    return None
+                placed.append((slot, 0, spec[3]))
+                continue
+            found = self._sub_bottleneck(spec, mu, saturated, sub_max, picked)
+            if not found:
+                return None  # pragma: no cover - max-min optimality of the sub-solution
+            picked.add(found)
+            placed.append((slot, found, mu))
+        return placed
+
+    def _sub_bottleneck(
+        self,
+        spec: FlowSpec,
+        mu: float,
+        saturated: BoolArray,
+        max_level: FloatArray,
+        picked: set[int],
+    ) -> int:
+        """A flow's bottleneck in a sub-solution, named as :meth:`_bottleneck_choice` names it.
+
+        A candidate is a saturated constraint on which the flow at level ``mu``
+        has the highest level; the first in path order, preferring one already
+        ``picked`` (a class), own entries before segments; in a segment, the
+        saturated constraint with the lowest highest-level (ties: picked, then
+        the lowest index).  0 if none.
+        """
+        low = 1.0 - LEVEL_RTOL
+        best, best_score = 0, 0
+        for k in spec[0]:
+            if saturated[k] and mu >= max_level[k] * low:
+                score = 3 if k in picked else 2
+                if score > best_score:
+                    best, best_score = k, score
+        for g, _u in spec[5]:
+            cons = self._seg_cons[g]
+            key = np.where(saturated[cons], max_level[cons], np.inf)
+            least = key.min()
+            if least == np.inf:
+                continue
+            tied = np.sort(cons[key == least])
+            k = next((int(t) for t in tied.tolist() if t in picked), int(tied[0]))
+            if mu >= max_level[k] * low:
+                score = 3 if k in picked else 2
+                if score > best_score:
+                    best, best_score = k, score
+        return best
+
+    def _load_cached(self, k: int, rates: dict[int, float]) -> float:
+        """:meth:`_load` of ``k``, each segment's rate summed once into ``rates``."""
+        classes = self._classes
+        load = self._con_fixed[k]
+        load += sum(classes[c].mu * classes[c].w[k] for c in self._con_movers[k])
+        for g in self._con_segs[k]:
+            rate = rates.get(g)
+            if rate is None:
+                rate = rates[g] = self._seg_rate(g)
+            load += self._seg_coef_of[g][k] * rate
+        return float(load)
+
     def _solo(self, cons: IntArray) -> BoolArray:
         """Which of ``cons`` only one segment in use loads (no class crosses them directly)."""
         solo: BoolArray = (self._con_nsegs[cons] == 1) & (self._con_ncls[cons] == 0)
@@ -547,6 +687,7 @@ class ClassLayer(FlowState):
         con_z = self._con_z
         con_class = self._con_class
         con_fixed = self._con_fixed
+        fresh: list[int] = []
         for k, a in zip(cons, coefs, strict=True):
             dw = a * prio
             n = c.cnt.get(k, 0)
@@ -557,7 +698,7 @@ class ClassLayer(FlowState):
                 c.cnt[k] = 1
                 c.w[k] = dw
                 self._con_cls[k].add(cid)
-                self._con_ncls[k] += 1
+                fresh.append(k)
                 self._con_used.add(k)
                 if c.con:
                     self._con_movers[k].add(cid)
@@ -565,7 +706,11 @@ class ClassLayer(FlowState):
                     c.sat.add(k)
             if not c.con:
                 con_fixed[k] += c.mu * dw
-            con_z[k] += dw * vtime
+        if cons:
+            # One vector update each (the same sums as entry by entry: cons are distinct).
+            con_z[list(cons)] += np.array(coefs) * prio * vtime
+            if fresh:
+                self._con_ncls[fresh] += 1
         self._touched.update(cons)
         for g, u in segs:
             dw = u * prio
@@ -600,6 +745,7 @@ class ClassLayer(FlowState):
         cid = c.cid
         con_z = self._con_z
         con_fixed = self._con_fixed
+        gone: list[int] = []
         for k, a in zip(cons, coefs, strict=True):
             dw = a * prio
             if not c.con:
@@ -612,11 +758,15 @@ class ClassLayer(FlowState):
                 del c.cnt[k]
                 del c.w[k]
                 self._con_cls[k].discard(cid)
-                self._con_ncls[k] -= 1
+                gone.append(k)
                 self._con_movers[k].discard(cid)
                 if not (c.segw and self._crosses_by_segment(c, k)):
                     c.sat.discard(k)
-            con_z[k] -= dw * vtime
+        if cons:
+            # One vector update each (the same sums as entry by entry: cons are distinct).
+            con_z[list(cons)] -= np.array(coefs) * prio * vtime
+            if gone:
+                self._con_ncls[gone] -= 1
         self._touched.update(cons)
         for g, u in segs:
             dw = u * prio
@@ -656,6 +806,8 @@ class ClassLayer(FlowState):
         con_class = self._con_class
         joined: list[int] = []
         changed: list[tuple[int, float]] = []
+        created: set[int] = set()
+        deferred: list[int] = []
         ok = True
         for slot in new:
             spec = self._spec[slot]
@@ -673,43 +825,53 @@ class ClassLayer(FlowState):
                     if classes[cid].mu < best:
                         best = classes[cid].mu
                         target = cid
+            if target < 0 and deferred:
+                deferred.append(slot)  # solved with the flows before it that found no class
+                continue
             lone = None if target >= 0 else self._lone_bottleneck(spec)
             if target >= 0:
                 c = classes[target]
             elif lone is not None:
                 # A new bottleneck forms on a lone flow's own path: its class directly.
                 c = self._new_class(lone[0], np.inf, lone[1])
-            elif math.isfinite(spec[3]):
-                cap_cid = self._cap_class.get(spec[3])
-                c = classes[cap_cid] if cap_cid is not None else self._new_class(0, best, best)
             else:
-                ok = False  # a new bottleneck forms among other flows: leave it to the repair
-                break
+                deferred.append(slot)  # a new bottleneck among other flows, or its cap
+                continue
             self._join(slot, c, spec[4])
             joined.append(slot)
+        if deferred:
+            placed = self._new_bottlenecks(deferred)
+            if placed is None:
+                ok = False  # leave it to the repair
+            else:
+                for slot, k, level in placed:
+                    spec = self._spec[slot]
+                    assert spec is not None
+                    if k:
+                        cid = con_class[k]
+                        if cid >= 0:
+                            c = classes[cid]
+                        else:
+                            # Checked below like any class, and against those crossing it.
+                            c = self._new_class(k, np.inf, level)
+                            created.add(c.cid)
+                    else:
+                        cap_cid = self._cap_class.get(spec[3])
+                        c = (
+                            classes[cap_cid]
+                            if cap_cid is not None
+                            else self._new_class(0, spec[3], spec[3])
+                        )
+                    self._join(slot, c, spec[4])
+                    joined.append(slot)
         if ok:
             seeds = {con_class[k] for k in self._touched if con_class[k] >= 0}
             for g in self._touched_segs:
                 seeds.update(con_class[k] for k in self._seg_bott[g])
             ok = self._update_levels(seeds, changed)
         if ok:
-            ok = all(self._refresh_constraint(k) for k in self._touched)
-        if ok:
-            old = dict(changed)
-            check = set(old)
-            check.update(int(self._cls[s]) for s in joined)
-            ok = all(
-                self._verify(classes[cid], classes[cid].mu < old.get(cid, -np.inf)) for cid in check
-            )
-        if ok:
-            # A segment's rate can pass a threshold only if it rose: its users changed,
-            # or a class using it moved up (one whose level fell only lowers it).
-            segs = set(self._touched_segs)
-            for cid, mu in changed:
-                c = classes[cid]
-                if c.mu > mu:
-                    segs.update(c.segw)
-            ok = all(self._check_segment(g) for g in segs)
+            with self._levels_fixed():
+                ok = self._check_classes(changed, joined, created)
         if not ok:
             for cid, mu in changed:
                 if cid in classes:
@@ -719,6 +881,36 @@ class ClassLayer(FlowState):
             # Thresholds derived from the tentative levels are re-derived after the repair.
             self._touched.update(self._refreshed)
         return ok
+
+    def _check_classes(
+        self, changed: list[tuple[int, float]], joined: list[int], created: set[int]
+    ) -> bool:
+        """The checks of :meth:`_fast_update` once levels are re-solved; False on a violation.
+
+        Touched constraints get their thresholds re-derived; classes whose level
+        changed, or that flows joined, are verified (a class ``created`` here as
+        one whose level fell: every class crossing its bottleneck must sit at or
+        below it); segments whose rate may have risen are checked.
+        """
+        classes = self._classes
+        if not all(self._refresh_constraint(k) for k in self._touched):
+            return False
+        old = dict(changed)
+        check = set(old)
+        check.update(int(self._cls[s]) for s in joined)
+        if not all(
+            self._verify(classes[cid], cid in created or classes[cid].mu < old.get(cid, -np.inf))
+            for cid in check
+        ):
+            return False
+        # A segment's rate can pass a threshold only if it rose: its users changed,
+        # or a class using it moved up (one whose level fell only lowers it).
+        segs = set(self._touched_segs)
+        for cid, mu in changed:
+            c = classes[cid]
+            if c.mu > mu:
+                segs.update(c.segw)
+        return all(self._check_segment(g) for g in segs)
 
     def _update_levels(self, seeds: set[int], changed: list[tuple[int, float]]) -> bool:
         """Re-solve the levels of bottleneck classes in level order from ``seeds``.
@@ -1069,8 +1261,9 @@ class ClassLayer(FlowState):
         # Constraints whose movers changed, or whose load the repair raised, get their
         # thresholds re-derived (a solo constraint has none: its segment's bound holds).
         reloaded = reloaded[~self._solo(reloaded)]
-        for k in self._touched.union(reloaded.tolist()):
-            self._refresh_constraint(k)
+        with self._levels_fixed():
+            for k in self._touched.union(reloaded.tolist()):
+                self._refresh_constraint(k)
 
     def _class_clocks_now(self) -> FloatArray:
         """Virtual time of every class at ``now``, indexed by class id."""
@@ -1278,8 +1471,9 @@ class ClassLayer(FlowState):
         # Constraints of segments in use: thresholds where something else loads them too;
         # solo ones are checked by their segment's bound.
         shared = in_seg & ((self._con_nsegs[:n] > 1) | (self._con_ncls[:n] > 0))
-        for k in np.flatnonzero(shared).tolist():
-            self._refresh_constraint(k)
+        with self._levels_fixed():
+            for k in np.flatnonzero(shared).tolist():
+                self._refresh_constraint(k)
         # The cached flow levels take the classes' levels exactly.
         self._level[active] = cls_mu[cid_of]
         self._con_load[:] = 0.0
