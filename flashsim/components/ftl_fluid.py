@@ -293,7 +293,6 @@ class FluidFtl:
         self._host += h
         self._flash += h + moved
 
-
     def _steps_m2(self, h: float) -> None:
         """:meth:`write`'s steps for ``m = 2``, unrolled on locals (bit-identical results).
 
