@@ -273,3 +273,11 @@ def test_a_deep_copy_shares_the_tables_and_evolves_alone() -> None:
         if a._lgc is not None:
             with pytest.raises(ValueError):
                 a._lgc[0, 0] = 1.0  # shared tables are read-only
+
+
+def test_large_blocks_build_no_plain_binomial_table() -> None:
+    """C(1100, 550) ~ 1e329 overflows a float: blocks past SMALL_M keep only log-binomials."""
+    model = fluid_model(LOGICAL_B, 0.2, 1100, 1.0, 0.0)
+    assert model._binom == () and model._lgc is not None
+    model.write(0.01 * LOGICAL_B)
+    assert model.host_written_B == pytest.approx(0.01 * LOGICAL_B)
