@@ -238,7 +238,10 @@ def _binomial_thinning(x: np.ndarray, q: float) -> np.ndarray:
 
     m = len(x) - 1
     i = np.arange(m + 1)
-    return np.array([sum(x[j] * binom.pmf(i, j, q) for j in range(m + 1))])[0]
+    out = np.zeros(m + 1)
+    for j in range(m + 1):
+        out += x[j] * np.asarray(binom.pmf(i, j, q), dtype=np.float64)
+    return out
 
 
 @pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 9, 24])

@@ -228,7 +228,8 @@ class FluidFtl:
 
     def _valid(self) -> float:
         """Valid (dynamic) fraction of the NAND: ``sum_j x[j] j / m``."""
-        return sum(map(operator.mul, self._x, self._levels)) / self.m
+        total: float = sum(map(operator.mul, self._x, self._levels))
+        return total / self.m
 
     def _thin(self, q: float) -> None:
         """Each valid unit survives with probability ``q``: ``x'[i] = sum_j x[j] B(j, q)[i]``."""
