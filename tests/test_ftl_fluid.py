@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 from flashsim.components.ftl_analytic import greedy_wa_mean_field
 from flashsim.components.ftl_api import AgingModel, fluid_model, micro_model
-from flashsim.components.ftl_fluid import FluidFtl
+from flashsim.components.ftl_fluid import SMALL_M, FluidFtl
 
 LOGICAL_B = 1.0e12
 
@@ -171,3 +172,115 @@ def test_high_water_allocation_agrees_in_both_models(m: int, spread: float, stat
 def test_allocation_must_be_known() -> None:
     with pytest.raises(ValueError, match="allocation"):
         fluid_model(LOGICAL_B, 0.25, 2, 2.0, 0.0, allocation="sideways")
+
+
+# -- cost of a step (issue 17: a year of aging over 274 OSTs in seconds) --------------------
+
+#: The Perlmutter model's drive (models/systems/perlmutter.toml [oss.aging]; PM1733 15.36 TB).
+M2_CASES = [("high-water", 6.81, 0.266), ("uniform", 1.0, 0.0), ("uniform", 3.0, 0.4)]
+
+
+def _m2(allocation: str, spread: float, static: float) -> FluidFtl:
+    return fluid_model(15.36e12, 0.17, 2, spread, static, allocation=allocation)
+
+
+def _exercise(model: FluidFtl, days: int) -> float:
+    """Drive-days of irregular volumes (the probes' extra files), a TRIM on day 140 of each 150.
+
+    Returns the largest write amplification seen at a day's end.
+    """
+    rng = np.random.default_rng(7)
+    worst = 1.0
+    for day in range(days):
+        model.write(0.05 * 15.36e12 * (1.0 + 0.02 * float(rng.random())))
+        worst = max(worst, model.write_amplification())
+        if day % 150 == 140:
+            model.trim_dead()
+    return worst
+
+
+@pytest.mark.parametrize(("allocation", "spread", "static"), M2_CASES)
+def test_unrolled_two_unit_steps_equal_the_general_steps_to_the_last_bit(
+    allocation: str, spread: float, static: float
+) -> None:
+    fast = _m2(allocation, spread, static)
+    general = _m2(allocation, spread, static)
+    assert fast._unrolled
+    general._unrolled = False  # the list-of-levels steps every m takes
+    worst = 1.0
+    for _ in range(6):
+        worst = max(worst, _exercise(fast, 50))
+        _exercise(general, 50)
+        assert fast.level_fractions().tolist() == general.level_fractions().tolist()
+        assert fast.host_written_B == general.host_written_B
+        assert fast.flash_written_B == general.flash_written_B
+        assert fast.write_amplification() == general.write_amplification()
+        assert fast.valid_fraction == general.valid_fraction
+    assert worst > 1.1  # past the onset: GC did copy
+
+
+def test_two_unit_steps_take_no_array_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A drive-day of the Perlmutter model is plain float steps: no NumPy call, no method call."""
+    model = _m2("high-water", 6.81, 0.266)
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("the m = 2 steps left the unrolled loop")
+
+    monkeypatch.setattr(FluidFtl, "_advance", refuse)
+    monkeypatch.setattr(FluidFtl, "_thin", refuse)
+    monkeypatch.setattr(np, "exp", refuse)
+    assert _exercise(model, 200) > 1.2  # past the onset, and a TRIM
+
+
+def _binomial_thinning(x: np.ndarray, q: float) -> np.ndarray:
+    """``x'[i] = sum_j x[j] C(j, i) q^i (1-q)^(j-i)`` with SciPy's binomial pmf (reference)."""
+    from scipy.stats import binom
+
+    m = len(x) - 1
+    i = np.arange(m + 1)
+    out = np.zeros(m + 1)
+    for j in range(m + 1):
+        out += x[j] * np.asarray(binom.pmf(i, j, q), dtype=np.float64)
+    return out
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5, 8, 9, 24])
+def test_plain_and_array_thinning_are_the_same_binomial_thinning(m: int) -> None:
+    """m <= SMALL_M thins in plain floats, larger m with the log-binomial matrix: one model."""
+    rng = np.random.default_rng(m)
+    model = fluid_model(LOGICAL_B, 0.2, m, 1.0, 0.0)
+    assert (model._lgc is None) == (m <= SMALL_M)
+    for q in (0.999, 0.97, 0.6, 1e-3):
+        x = rng.random(m + 1)
+        model._x = x.tolist()
+        model._thin(q)
+        assert np.asarray(model._x) == pytest.approx(_binomial_thinning(x, q), rel=1e-12, abs=0)
+
+
+def test_a_deep_copy_shares_the_tables_and_evolves_alone() -> None:
+    """The memo's copies: the state is copied, the read-only tables shared, the futures equal."""
+    for m in (2, 4, 32):
+        a = fluid_model(15.36e12, 0.17, m, 2.0, 0.2)
+        _exercise(a, 30)
+        b = copy.deepcopy(a)
+        assert b._binom is a._binom and b._lgc is a._lgc
+        assert b._x is not a._x and b._hist is not a._hist
+        _exercise(a, 30)
+        _exercise(b, 30)
+        assert a.level_fractions().tolist() == b.level_fractions().tolist()
+        assert a.write_amplification() == b.write_amplification()
+        before = a.level_fractions().tolist()
+        b.write(15.36e12)
+        b.trim_dead()
+        assert a.level_fractions().tolist() == before
+        if a._lgc is not None:
+            with pytest.raises(ValueError):
+                a._lgc[0, 0] = 1.0  # shared tables are read-only
+
+
+def test_large_blocks_build_no_plain_binomial_table() -> None:
+    """C(1100, 550) ~ 1e329 overflows a float: blocks past SMALL_M keep only log-binomials."""
+    model = fluid_model(LOGICAL_B, 0.2, 1100, 1.0, 0.0)
+    assert model._binom == () and model._lgc is not None
+    model.write(0.01 * LOGICAL_B)
+    assert model.host_written_B == pytest.approx(0.01 * LOGICAL_B)

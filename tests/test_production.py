@@ -192,3 +192,44 @@ def test_production_runs_on_hdd_targets_but_refuses_their_trim(tmp_path: Path) -
     expected = "phases.0.trim_every' = '1 day': the OSTs' drives do not age"
     with pytest.raises(ConfigError, match=re.escape(expected)):
         load_scenario(path)
+
+
+def test_targets_with_diverged_histories_fast_forward_in_plain_float_steps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 17 deliverable 8: once checkpoint probes wrote different bytes to each OST the
+    memo no longer shares states, and every target steps its own fluid model; Perlmutter's
+    (two units per block) then takes the unrolled float steps, never the array form, and a
+    healthy target's status is computed once per change of its drives' state."""
+    from flashsim.components.ftl_fluid import FluidFtl
+    from flashsim.components.target_life import TargetLife
+
+    def refuse(*_args: object) -> None:
+        raise AssertionError("a Perlmutter fluid step left the unrolled loop")
+
+    monkeypatch.setattr(FluidFtl, "_advance", refuse)
+    monkeypatch.setattr(FluidFtl, "_thin", refuse)
+    computed = 0
+    compute = TargetLife._compute_status
+
+    def counting(self: TargetLife) -> Any:
+        nonlocal computed
+        computed += 1
+        return compute(self)
+
+    monkeypatch.setattr(TargetLife, "_compute_status", counting)
+    system, (phase,) = _build(tmp_path, _production(20, "200 TB"), oss=4)  # 50 TB/OST/day
+    lives = [system.target(i) for i in range(system.target_count())]
+    for i, life in enumerate(lives):  # a probe's files: a different byte count on each OST
+        aging = life.aging
+        assert aging is not None
+        aging.record(1e9 * (i + 1))
+    d = system.run_phase(phase).details(ProductionDetails)
+    assert max(d.max_write_amplification) > 1.2, "the days reach the aging knee"
+    flash = [life.aging.model.flash_written_B for life in lives if life.aging is not None]
+    assert len(set(flash)) == len(lives), "every history is its own (no shared state)"
+    # One status per target and day (the phase's daily summary), none for repeated asks.
+    assert computed <= len(lives) * (20 + 2)
+    for _ in range(10):
+        system.status()
+    assert computed <= len(lives) * (20 + 2)

@@ -204,3 +204,30 @@ def test_request_fidelity_carries_aging_and_rebuilds_through_the_queues(tmp_path
     alone = alone_rebuild_s(system, ost, [4], 0.001)
     took = _rebuild_s(system, life, 10 * alone)
     assert took == pytest.approx(alone / system.model.oss.rebuild.priority, rel=0.05)
+
+
+def test_a_healthy_status_is_kept_until_the_drives_state_changes(tmp_path: Path) -> None:
+    """Timeline recorders ask every target's status many times a day: a healthy target's is
+    computed once per change of its drives' state (write, TRIM, reset), and always current."""
+    system, ior = _system(tmp_path)
+    life = system.target(0)
+    fresh = life.status()
+    assert life.status() is fresh  # nothing changed: the same object, no work
+    life.age(6 * ost_capacity_B(system))
+    aged = life.status()
+    assert aged is not fresh and aged.write_amplification > 1.0
+    assert aged == life._compute_status() and life.status() is aged
+    system.run_phase(ior)  # flow writes reach the model (account_wear)
+    after_ior = life.status()
+    assert after_ior.host_written_B > aged.host_written_B
+    assert after_ior == life._compute_status()
+    life.fail_drive(3)  # degraded: computed every time (the rebuild's progress moves)
+    degraded = life.status()
+    assert degraded.failed_drives == (3,) and degraded is not life.status()
+    life.heal()
+    assert life.status() == after_ior
+    system.sim.run(life.trim())
+    trimmed = life.status()
+    assert trimmed.dead_B == 0.0 and trimmed == life._compute_status()
+    life.reset()
+    assert life.status() == fresh

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -59,11 +59,15 @@ class DriveAging:
     #: (a hash chain), or ``None`` for a model whose state is not a function of them alone
     #: (the micro-model draws its traffic).  Equal histories mean equal states.
     history: Hashable | None = None
+    #: Changes of state so far (every write, TRIM and adoption bumps it): readers that
+    #: derive numbers from the state (a target's status) recompute only when it moved.
+    version: int = field(default=0, compare=False)
 
     def record(self, host_B: float) -> None:
         """Account ``host_B`` bytes written to each drive of the array."""
         if host_B > 0:
             self.model.write(host_B)
+            self.version += 1
             if self.history is not None:
                 self.history = hash((self.history, "write", host_B))
 
@@ -71,6 +75,7 @@ class DriveAging:
         """Take the state of an array with the same ``history`` (a copy of its ``model``)."""
         self.model = copy.deepcopy(model)
         self.history = history
+        self.version += 1
 
     def write_amplification(self) -> float:
         """Current write amplification of the representative drive."""
@@ -88,6 +93,7 @@ class DriveAging:
         """TRIM every dead byte; returns the bytes per drive deallocated."""
         dead = self.dead_B()
         self.model.trim_dead()
+        self.version += 1
         if self.history is not None:
             self.history = hash((self.history, "trim"))
         return dead

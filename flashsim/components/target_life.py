@@ -157,6 +157,8 @@ class TargetLife:
         self._generation = 0  # bumped whenever the rebuild is restarted or dropped
         self._trim: simpy.Event | None = None
         self._trim_flow: Any = None
+        #: (aging, its version, the healthy status they give): :meth:`status`'s cache.
+        self._status: tuple[DriveAging | None, int, TargetStatus] | None = None
         self.renew()
 
     # ............................................................ aging
@@ -236,7 +238,25 @@ class TargetLife:
 
     # ........................................................... status
     def status(self) -> TargetStatus:
-        """The target's state now."""
+        """The target's state now.
+
+        A healthy target's status is a function of its drives' aging state
+        alone, so it is kept until that state changes (:attr:`DriveAging.version`):
+        timeline recorders ask every target for it many times a simulated day.
+        """
+        aging = self.aging
+        key = (aging, aging.version if aging is not None else 0)
+        healthy = self.target.degraded is None and not self.data_lost
+        cached = self._status
+        if healthy and cached is not None and cached[0] is key[0] and cached[1] == key[1]:
+            return cached[2]
+        status = self._compute_status()
+        if healthy:
+            self._status = (key[0], key[1], status)
+        return status
+
+    def _compute_status(self) -> TargetStatus:
+        """The target's state now, computed."""
         aging = self.aging
         wa = float(aging.write_amplification()) if aging is not None else 1.0
         scale = float(self.target.write_time_scale())
