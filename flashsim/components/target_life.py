@@ -335,6 +335,15 @@ class TargetLife:
         if not self.data_lost:
             self._start_rebuild()
 
+    def rebuild_done(self) -> simpy.Event:
+        """The event the running rebuild triggers when it ends (flow fidelity).
+
+        An event that never triggers when no rebuild runs (or in request
+        fidelity, whose rebuild is a process, not flows).
+        """
+        running = self._rebuild
+        return running.done if running is not None else self.sim.env.event()
+
     def heal(self) -> None:
         """No drive down: stop any rebuild and clear the failures (the aging is kept).
 

@@ -41,7 +41,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-import simpy
 from pydantic import Field
 
 from flashsim.components.failures import failure_times
@@ -236,17 +235,6 @@ def settle(sim: Simulation) -> None:
     sim.run(sim.env.timeout(0.0))
 
 
-def rebuild_end(life: TargetLife) -> simpy.Event:
-    """The event the life's running rebuild triggers when it ends (one never triggered if none).
-
-    ADAPTER until :class:`TargetLife` publishes it (``TargetLife.rebuild_end()``,
-    asked for in issue 17's deliverable 5): the life's running
-    :class:`~flashsim.components.rebuild.RebuildFlows` in flow fidelity.
-    """
-    running = life._rebuild
-    return running.done if running is not None else life.sim.env.event()
-
-
 class ForegroundLoad:
     """``threads`` obdfilter-like streams on one OST, restartable when its costs change."""
 
@@ -398,7 +386,7 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
             if pending:
                 delay = min(delay, t0 + pending[0].at - sim.now)
             seg_s, seg_B = sim.now, fg.moved_now_B()
-            sim.run(sim.env.any_of([rebuild_end(life), sim.env.timeout(delay)]))
+            sim.run(sim.env.any_of([life.rebuild_done(), sim.env.timeout(delay)]))
             degraded_s += sim.now - seg_s
             degraded_B += fg.moved_now_B() - seg_B
         fg.stop()
