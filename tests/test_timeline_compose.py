@@ -127,6 +127,11 @@ def test_the_fast_forward_example_tells_its_story() -> None:
     assert probe["probe@115d"] < 0.95 * probe["probe@5d"]
     labels = [s.label for s in result.timeline]
     assert "events.0: fail-drive" in labels and "events.1: trim" in labels
+    # The fast-forward simulates no transfer: it has no bandwidth series (the probes' bytes
+    # moving meanwhile are theirs), and it says how it ran.
+    assert prod.fidelity == "fast-forward"
+    series = {s.phase for s in result.bandwidth}
+    assert "production" not in series and "probe@5d" in series
 
 
 def test_a_caller_may_run_some_phases_alone(tmp_path: Path) -> None:

@@ -57,6 +57,7 @@ import simpy
 from flashsim.components.target_state import SystemStatus
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import BandwidthSample, PhaseResult, TimelineSample
+from flashsim.workloads.production import FAST_FORWARD
 
 #: First period of the state sampler (s); it doubles as the run grows long.
 FIRST_INTERVAL_S = 1.0
@@ -315,7 +316,9 @@ class BandwidthRecorder:
             self.sim.flows.remove_rate_listener(self._on_rates)
             self._listening = False
             self._read(boundary=True)
-        if not self.readings:
+        if not self.readings or result.fidelity == FAST_FORWARD:
+            # A fast-forward simulates no transfer: the bytes moving meanwhile are other
+            # phases' (or its rebuilds' and TRIMs'), so it has no series of its own.
             return []
         ops_per_B = (
             result.iops / result.bandwidth_Bps

@@ -50,6 +50,11 @@ YEAR_S = 8760.0 * 3600.0
 REBUILD_POLL_S = 60.0
 
 
+#: ``PhaseResult.fidelity`` of a fast-forward: no transfer simulated, the state advanced by
+#: the components' fluid models (the rebuilds and TRIMs it starts run as flows meanwhile).
+FAST_FORWARD = "fast-forward"
+
+
 class ProductionPhase(StrictModel):
     """Days of production: aging, TRIM policy and drive failures, fast-forwarded.
 
@@ -378,6 +383,6 @@ def run_production(system: ProductionTarget, phase: ProductionPhase) -> PhaseRes
         transfer_size_B=0.0,
         sim_time_s=end - start,
         bytes_B=phase.daily_volume * phase.days,
-        fidelity="flow",
+        fidelity=FAST_FORWARD,
         extra=details,
     )
