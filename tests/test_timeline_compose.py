@@ -64,6 +64,11 @@ def test_a_drive_failure_event_during_an_ior_phase_slows_it(tmp_path: Path) -> N
     marks = {s.label: s for s in result.timeline}
     assert marks["events.0: fail-drive"].state["failed_drives"] == 1
     assert marks["events.0: fail-drive"].time_s == pytest.approx(1.0)
+    # The target says so itself (any failure, a production phase's drawn ones too), and when
+    # its rebuild ends.
+    assert marks["perlmutter.oss0.ost0: drive 3 failed"].event
+    rebuilt = [s for s in result.timeline if s.label == "perlmutter.oss0.ost0: rebuilt"]
+    assert len(rebuilt) <= 1 and all(s.state["failed_drives"] == 0 for s in rebuilt)
 
 
 def test_a_rebuild_under_a_checkpoint_ends_later_than_on_idle_drives(tmp_path: Path) -> None:

@@ -305,7 +305,9 @@ class TargetLife:
         self.target.degraded = state
         if state.data_lost():
             self.data_lost = True  # stripes beyond repair: nothing left to rebuild them from
+            self.sim.state_changed(f"{self.name}: drive {drive} failed, data lost")
             return
+        self.sim.state_changed(f"{self.name}: drive {drive} failed")
         if not self.data_lost:
             self._start_rebuild()
 
@@ -407,6 +409,7 @@ class TargetLife:
                 state.rebuilt_fraction = min(1.0, self._done_B() / self._total_B)
             if rebuild.done.triggered:
                 self._healthy()
+                self.sim.state_changed(f"{self.name}: rebuilt")
                 return
 
     def _request_rebuild(self, generation: int, left_B: float) -> Generator[simpy.Event, Any, None]:
@@ -458,6 +461,7 @@ class TargetLife:
                 yield env.timeout(busy * (1.0 / self.policy.priority - 1.0))
         if generation == self._generation:
             self._healthy()
+            self.sim.state_changed(f"{self.name}: rebuilt")
 
     # ............................................................. TRIM
     def trim(self) -> simpy.Event:

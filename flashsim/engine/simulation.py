@@ -37,6 +37,7 @@ class Simulation:
         self._streams = RandomStreams(seed)
         self.flows = FlowNetwork(self.env)
         self._part_listeners: list[Callable[[str, str | None], None]] = []
+        self._state_listeners: list[Callable[[str], None]] = []
         #: Set by a timeline (:class:`flashsim.timeline.scheduler.Scheduler`) while phases
         #: share the clock: :meth:`run` from a phase then waits for its ``until`` there.
         self._scheduler: Callable[[float | simpy.Event | None], Any] | None = None
@@ -86,3 +87,21 @@ class Simulation:
     def remove_part_listener(self, callback: Callable[[str, str | None], None]) -> None:
         """Stop calling ``callback`` (added by :meth:`add_part_listener`)."""
         self._part_listeners.remove(callback)
+
+    def state_changed(self, label: str) -> None:
+        """Say that a component's state changed now (a drive failed, a rebuild ended).
+
+        Components call it at the changes a report should show at their moment
+        (``"perlmutter.oss3.ost0: drive 0 failed"``); the run's state recorder
+        (:mod:`flashsim.measure.timeline`) listens.  It changes nothing in the run.
+        """
+        for listener in self._state_listeners:
+            listener(label)
+
+    def add_state_listener(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback(label)`` at every :meth:`state_changed`."""
+        self._state_listeners.append(callback)
+
+    def remove_state_listener(self, callback: Callable[[str], None]) -> None:
+        """Stop calling ``callback`` (added by :meth:`add_state_listener`)."""
+        self._state_listeners.remove(callback)

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from flashsim.measure.results import RunResult
+from flashsim.workloads.production import FAST_FORWARD
 
 if TYPE_CHECKING:  # matplotlib is imported when a plot is drawn
     from matplotlib.axes import Axes
@@ -117,7 +118,10 @@ def _draw_bandwidth(ax: Axes, result: RunResult, scale: float) -> None:
     timed = [
         p
         for p in result.phases
-        if p.start_s is not None and math.isfinite(p.bandwidth_Bps) and p.bandwidth_Bps > 0
+        if p.start_s is not None
+        and math.isfinite(p.bandwidth_Bps)
+        and p.bandwidth_Bps > 0
+        and p.fidelity != FAST_FORWARD  # it simulated no transfer: no bandwidth to draw
     ]
     runs: dict[str, list[tuple[float, float]]] = {}
     for p in timed:

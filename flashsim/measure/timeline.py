@@ -385,10 +385,18 @@ class RunTimeline:
         self.state = StateRecorder(sim, status, interval_s)
         self.bandwidth: list[BandwidthSample] = []
         self._phases: dict[str, BandwidthRecorder] = {}
+        self._listening = False
 
     def start(self) -> None:
-        """The run starts now (its first state sample, the periodic sampler)."""
+        """The run starts now (its first state sample, the periodic sampler).
+
+        From now on every state change a component reports
+        (:meth:`flashsim.engine.simulation.Simulation.state_changed`: a drive
+        failing, a rebuild ending) is a sample too, marked as an event.
+        """
         self.state.start()
+        self.sim.add_state_listener(self.event)
+        self._listening = True
 
     def phase_start(self, name: str) -> dict[str, Any]:
         """Phase ``name`` starts now; returns the state then (``PhaseResult.start_state``)."""
@@ -413,6 +421,9 @@ class RunTimeline:
 
     def finish(self) -> tuple[list[TimelineSample], list[BandwidthSample]]:
         """The run ended: the state samples and every phase's bandwidth samples."""
+        if self._listening:
+            self.sim.remove_state_listener(self.event)
+            self._listening = False
         for recorder in self._phases.values():  # a run stopped mid-phase
             recorder.cancel()
         self._phases.clear()

@@ -179,6 +179,8 @@ class VastPool:
             volume = spec.scm_copies * system.tier.buffer.check().level_B / live
         system.tier.take_out(medium, index)
         self.start_rebuild(drive, volume, spec.rebuild)
+        lost = ", data lost" if self._data_lost else ""
+        system.sim.state_changed(f"{self.name}: {medium.upper()} drive {drive} failed{lost}")
 
     def start_rebuild(
         self, drive: int, volume_B: float, policy: RebuildPolicy, name: str | None = None
@@ -276,6 +278,7 @@ class VastPool:
             del self._pending[drive]
             if drive < len(self.system.qlc):
                 self.system.tier.rebuilt(drive)
+            self.system.sim.state_changed(f"{self.name}: drive {drive} rebuilt")
 
     def replace_drive(self, drive: int) -> None:
         """A fresh drive takes ``drive``'s slot: in service again, with no wear.
