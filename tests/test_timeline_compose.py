@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from flashsim.config import ConfigError
 from flashsim.scenario import load_scenario, run_loaded
 from flashsim.workloads.production import ProductionDetails
 
@@ -157,3 +158,27 @@ def test_a_caller_may_run_some_phases_alone(tmp_path: Path) -> None:
     assert [p.name for p in result.phases] == ["second", "late"]
     assert result.phases[0].start_s == 0.0
     assert result.phases[1].start_s == pytest.approx(3600.0)
+
+
+def test_overlapping_ior_jobs_on_their_own_nodes_share_only_the_storage(tmp_path: Path) -> None:
+    """``first_node`` gives two jobs at once their own client nodes (and NICs)."""
+    one = _ior("one")
+    two = _ior("two", '\nstart = "0 s"\nfirst_node = 8\n')
+    shared = _ior("two", '\nstart = "0 s"\n')
+    apart = {p.name: p for p in _run(tmp_path, one + two).phases}
+    same = {p.name: p for p in _run(tmp_path, one + shared).phases}
+    # Both are bound by the one OST's drives either way; on the same nodes they also queue
+    # behind each other's client NICs, never faster than on their own.
+    assert apart["one"].bandwidth_Bps >= same["one"].bandwidth_Bps * (1 - 1e-9)
+    assert apart["two"].start_s == 0.0
+    loaded = load_scenario(tmp_path / "s.toml")
+    second = next(p for p in loaded.phases if p.name == "two")
+    assert [second.node_of(r) for r in (0, 3, 4, 31)] == [0, 0, 1, 7]
+    (tmp_path / "s.toml").write_text(
+        (tmp_path / "s.toml").read_text() + _ior("far", "\nfirst_node = 100000\n")
+    )
+    with pytest.raises(ConfigError, match="first_node"):
+        load_scenario(tmp_path / "s.toml")
+    moved = load_scenario(tmp_path / "s.toml", {"phases.far.first_node": "8"})
+    far = next(p for p in moved.phases if p.name == "far")
+    assert [far.node_of(r) for r in (0, 31)] == [8, 15]

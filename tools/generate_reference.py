@@ -532,7 +532,8 @@ it started (mean and worst write amplification, degraded and rebuilding targets,
 SCM fill). The run ends when every phase has ended; an event due later never fires (a warning
 says so). What limited a phase (bottlenecks, the intervals table) is measured over the phase's
 own interval; with phases overlapping it sees the whole system's load then, theirs included.
-IOR phases place their ranks from client node 0 on, so two at once also share those nodes.
+IOR phases place their ranks from client node `first_node` (default 0) on: two at once give each
+its own nodes with it, or they share those nodes (and their NICs).
 
 **Events.** Each `[[events]]` table has a time and an `action` (tables below): `at = "10 s"` on
 the run's clock, or `relative_to = "<phase or event name>"` with `edge` (`start` of a phase's

@@ -227,6 +227,12 @@ def check_phase(model: LustreModel, phase: Any) -> None:
                 f"nodes: {phase.nodes} client nodes do not fit the {slots:,} node slots of the "
                 f"{placement.role} groups the placement may use"
             )
+        if phase.first_node + phase.nodes > slots:
+            raise ValueError(
+                f"first_node: nodes {phase.first_node}..{phase.first_node + phase.nodes - 1} "
+                f"do not fit the {slots:,} node slots of the {model.client.placement.role} "
+                "groups the placement may use"
+            )
         layout = phase.layout
         stripes = layout.stripe_count or model.client.lustre.stripe_count
         if stripes > n_osts:

@@ -116,7 +116,7 @@ class LustreIor(LustreCore):
         client caches hold no data a later read can hit (``drop_caches`` and
         ``-C`` as the seed ran them), so nothing else needs resetting.
         """
-        for node in range(phase.nodes):
+        for node in range(phase.first_node, phase.first_node + phase.nodes):
             self.client(node)
         for r in range(phase.ranks):
             for t in self._targets(phase, r):

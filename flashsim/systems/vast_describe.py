@@ -58,6 +58,12 @@ def check_phase(model: VastModel, phase: Any) -> None:
         raise ValueError(
             f"nodes: {most} client nodes; the model has {model.client.count} (client.count)"
         )
+    first = getattr(phase, "first_node", 0)
+    if isinstance(most, int) and isinstance(first, int) and first + most > model.client.count:
+        raise ValueError(
+            f"first_node: nodes {first}..{first + most - 1}; the model has "
+            f"{model.client.count} client nodes (client.count)"
+        )
     ppn = max(per_node, default=1) if isinstance(per_node, list) else per_node
     if isinstance(most, int) and isinstance(ppn, int):
         check_size("ranks_per_node", most * ppn, 16, f"nodes x ranks_per_node = {most} x {ppn}")

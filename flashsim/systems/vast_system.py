@@ -125,9 +125,10 @@ class VastSystem(VastJobs, VastIo500):
     # ------------------------------------------------------- IOR protocol
     def ior_prepare(self, phase: IorPhase, repetition: int) -> None:
         """New file versions for a write repetition; nothing to drop for reads."""
-        if phase.nodes > len(self.caches):
+        if phase.first_node + phase.nodes > len(self.caches):
             raise ValueError(
-                f"phase {phase.name!r}: nodes(={phase.nodes}) exceeds the model's "
+                f"phase {phase.name!r}: nodes {phase.first_node}.."
+                f"{phase.first_node + phase.nodes - 1} exceed the model's "
                 f"{len(self.caches)} clients"
             )
         dataset = self._dataset(phase)

@@ -113,6 +113,10 @@ class IorPhase(StrictModel):
         IOR ``-w`` or ``-r``.
     nodes, ranks_per_node : int
         Client nodes and MPI ranks per node (``N = nodes * ranks_per_node``).
+    first_node : int
+        Index of the job's first client node: its ranks run on nodes
+        ``first_node .. first_node + nodes - 1`` (phases that overlap in time on
+        a timeline take their own nodes this way).
     file_per_process : bool
         ``-F``: one file per rank; otherwise one shared file (segmented).
     access : {"sequential", "random"}
@@ -174,6 +178,7 @@ class IorPhase(StrictModel):
     fsync: bool = False
     reorder_tasks: bool = False
     task_per_node_offset: Annotated[int, Field(ge=1)] = 1
+    first_node: Annotated[int, Field(ge=0)] = 0
     direct_io: bool = False
     repetitions: Annotated[int, Field(ge=1)] = 1
     dataset: str | None = None
@@ -207,8 +212,8 @@ class IorPhase(StrictModel):
         return float(self.block_size * self.segments)
 
     def node_of(self, rank: int) -> int:
-        """Client node of ``rank`` (ranks are placed by node, as ``srun`` does)."""
-        return rank // self.ranks_per_node
+        """Client node of ``rank``: placed by node from ``first_node``, as ``srun`` does."""
+        return self.first_node + rank // self.ranks_per_node
 
     def file_of(self, rank: int) -> int:
         """The rank whose file ``rank`` accesses (``-C`` shifts by whole nodes)."""
