@@ -121,6 +121,18 @@ class BuiltSystem(ABC):
         built = [(i, t.status()) for i, t in self.built_targets()]
         return SystemStatus.of(self.sim.now, self.target_count(), built)
 
+    def server_count(self) -> int:
+        """Servers that may fail over to a partner (Lustre OSSes); 0 if the kind models none."""
+        return 0
+
+    def fail_server(self, index: int) -> None:
+        """Server ``index`` fails now; its partner serves its targets (``ValueError`` if none)."""
+        raise ValueError(f"server: index {index}: this system kind models no server failover")
+
+    def restore_server(self, index: int) -> None:
+        """Server ``index`` serves its own targets again."""
+        raise ValueError(f"server: index {index}: this system kind models no server failover")
+
     def reset_state(self) -> None:
         """Give every target fresh state (drives, failures, buffers): a scenario's ``reset``."""
         for _, t in self.built_targets():

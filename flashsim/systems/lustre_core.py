@@ -70,6 +70,8 @@ class LustreCore(BuiltSystem):
         self.clients: dict[int, ClientNode] = {}
         #: obdfilter-survey bandwidths of a fleet survey, by its settings (lustre_fleet).
         self.survey_cache: dict[tuple[Any, ...], NDArray[np.float64]] = {}
+        #: Failed OSSes and the partner serving their targets (``fail-server`` events).
+        self.failed_over: dict[int, int] = {}
         #: External RAID controllers (``oss.controller``), built on first use, by index.
         self.controllers: dict[int, Controller] = {}
         #: Each built OST's life (aging, failures, rebuild, TRIM), by OST index.
@@ -139,10 +141,51 @@ class LustreCore(BuiltSystem):
         return node
 
     def ost(self, index: int) -> tuple[ServerNode, OstNode]:
-        """The server and target of OST ``index``."""
+        """The server serving OST ``index`` now (its own OSS, or the partner it failed over to)
+        and the target."""
         per = self.model.oss.targets_per_server
-        server = self.server(index // per)
-        return server, server.osts[index % per]
+        home = index // per
+        target = self.server(home).osts[index % per]
+        return self.server(self.failed_over.get(home, home)), target
+
+    # ......................................................... failover
+    def server_count(self) -> int:
+        """OSSes in the system."""
+        return self.model.oss.count
+
+    def partner(self, index: int) -> int:
+        """The high-availability partner of OSS ``index``: OSSes ``2k`` and ``2k + 1`` share
+        their dual-ported drives (seed 000 §II-B: each drive "dual-ported", attached to its
+        active OSS; the pairing by index is ASSUMED)."""
+        other = index ^ 1
+        if other >= self.model.oss.count:
+            raise ValueError(f"server: OSS {index} has no partner ({self.model.oss.count} OSSes)")
+        return other
+
+    def fail_server(self, index: int) -> None:
+        """OSS ``index`` fails: its partner serves its targets through its own NIC and CPU.
+
+        Flows started from now on take the partner's path; flows already
+        running keep theirs (a flow's path is fixed when it starts).
+        """
+        if not 0 <= index < self.model.oss.count:
+            raise ValueError(f"server: OSS {index} is outside 0..{self.model.oss.count - 1}")
+        if index in self.failed_over:
+            raise ValueError(f"server: OSS {index} has failed already")
+        partner = self.partner(index)
+        if partner in self.failed_over:
+            raise ValueError(
+                f"server: OSS {index}'s partner OSS {partner} has failed too: its targets "
+                "would have no server"
+            )
+        self.failed_over[index] = partner
+        self.sim.state_changed(f"{self.model.name}.oss{index}: failed over to oss{partner}")
+
+    def restore_server(self, index: int) -> None:
+        """OSS ``index`` serves its own targets again."""
+        if self.failed_over.pop(index, None) is None:
+            raise ValueError(f"server: OSS {index} has not failed")
+        self.sim.state_changed(f"{self.model.name}.oss{index}: restored")
 
     # ...................................................... target state
     def target_count(self) -> int:

@@ -97,6 +97,14 @@ class LustreIor(LustreCore):
         self._route_segments: dict[tuple[Any, ...], Segment] = {}
         self._route_rng = sim.rng(f"{model.name}.routing")
         self.locks = ExtentLocks(sim, f"{model.name}.ldlm")
+        # A stripe set's segment holds its targets' costs and servers as they were when it
+        # was made: a state change (a failure, a failover) or a new phase (drives aged by the
+        # last one) makes new ones for the flows that start from then on.
+        sim.add_state_listener(self._forget_stripe_sets)
+
+    def _forget_stripe_sets(self, _label: str = "") -> None:
+        """Make stripe-set segments anew from the targets' state now (running flows keep theirs)."""
+        self._stripe_segments.clear()
 
     def _targets(self, phase: IorPhase, rank: int) -> list[int]:
         lc = self.model.client.lustre
@@ -116,6 +124,7 @@ class LustreIor(LustreCore):
         client caches hold no data a later read can hit (``drop_caches`` and
         ``-C`` as the seed ran them), so nothing else needs resetting.
         """
+        self._forget_stripe_sets()
         for node in range(phase.first_node, phase.first_node + phase.nodes):
             self.client(node)
         for r in range(phase.ranks):

@@ -3,8 +3,9 @@
 Actions use only the :class:`~flashsim.components.target_state.StatefulTarget`
 interface (``built.target(i)``) and the
 :class:`~flashsim.systems.base.BuiltSystem` hooks (``reset_state``,
-``start_background``, ``stop_background``), plus the simulation's flow
-network for ``set-capacity``, so they are written once for every system kind.
+``start_background``, ``stop_background``, ``fail_server``,
+``restore_server``), plus the simulation's flow network for ``set-capacity``,
+so they are written once for every system kind.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from flashsim.timeline.events import (
     BackgroundStop,
     EventSpec,
     FailDrive,
+    FailServer,
     ReplaceDrive,
     Reset,
+    RestoreServer,
     SetCapacity,
     TargetSet,
     Trim,
@@ -79,6 +82,17 @@ def check_events(events: list[EventSpec], built: BuiltSystem, path: Path) -> Non
                 bad[0],
                 f"target index outside the system's {count} targets (0..{count - 1})",
             )
+        if isinstance(event, FailServer | RestoreServer):
+            servers = built.server_count()
+            if event.server >= servers:
+                raise ConfigError(
+                    str(path),
+                    f"events.{i}.server",
+                    event.server,
+                    f"server index outside the system's {servers} servers (0..{servers - 1})"
+                    if servers
+                    else "this system kind models no server failover",
+                )
         if isinstance(event, BackgroundStart):
             try:
                 built.check_background(event.jobs)
@@ -152,6 +166,10 @@ def apply(event: EventSpec, built: BuiltSystem, path: Path, index: int) -> None:
             built.stop_background(event.name)
         elif isinstance(event, SetCapacity):
             set_capacity(built, event)
+        elif isinstance(event, FailServer):
+            built.fail_server(event.server)
+        elif isinstance(event, RestoreServer):
+            built.restore_server(event.server)
         elif isinstance(event, Reset):
             built.reset_state()
     except ValueError as exc:

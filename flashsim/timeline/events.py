@@ -152,6 +152,25 @@ class SetCapacity(EventTime):
         return self
 
 
+class FailServer(EventTime):
+    """``action = "fail-server"``: a server fails; its high-availability partner takes over.
+
+    A Lustre OSS's targets are then served by the partner OSS (the drives are
+    dual-ported: seed 000 §II-B), through its NIC ports and CPU, until a
+    ``restore-server``.  Flows already running keep their paths.
+    """
+
+    action: Literal["fail-server"]
+    server: Annotated[int, Field(ge=0)] = Field(description="Server index (a Lustre OSS).")
+
+
+class RestoreServer(EventTime):
+    """``action = "restore-server"``: a failed server serves its own targets again."""
+
+    action: Literal["restore-server"]
+    server: Annotated[int, Field(ge=0)] = Field(description="Server index (a Lustre OSS).")
+
+
 class Reset(EventTime):
     """``action = "reset"``: every target gets fresh state."""
 
@@ -166,6 +185,8 @@ EventSpec = Annotated[
     | BackgroundStart
     | BackgroundStop
     | SetCapacity
+    | FailServer
+    | RestoreServer
     | Reset,
     Field(discriminator="action"),
 ]
