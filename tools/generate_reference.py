@@ -545,8 +545,11 @@ after it, while the traffic it causes (a rebuild, a TRIM) loads the drives at on
 through the targets' common interface (`fail-drive`, `replace-drive`, `trim`, `trim-policy`,
 `reset`: any kind whose targets keep state), the fabric (`background-start`/`-stop`, a Lustre
 system's fabric) and the flow network (`set-capacity`, resources built by then: a component is
-built when a phase first uses it). Target indices and background jobs are checked before the
-run; drive indices and resource globs when the event fires.
+built when a phase first uses it). `fail-server` hands a Lustre OSS's targets to its
+high-availability partner (OSSes 2k and 2k+1 share the dual-ported drives; the pairing is
+ASSUMED), whose NIC ports and CPU then carry both, until `restore-server`. Target and server
+indices and background jobs are checked before the run; drive indices and resource globs when
+the event fires.
 
 **Fast-forward and probes.** A `production` phase (any kind whose targets keep state) advances
 days to years without simulating transfers: each day the clock runs to the day's end (rebuilds,

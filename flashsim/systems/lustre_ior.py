@@ -93,6 +93,7 @@ class LustreIor(LustreCore):
         self._ranks: list[RankContext] = []
         # Shared flow segments: stripe sets (server side) and each client's OSCs for them.
         self._stripe_segments: dict[tuple[Any, ...], Segment] = {}
+        self._stripe_sets_made = 0  # segments made, for unique names after a _forget_stripe_sets
         self._osc_segments: dict[tuple[Any, ...], Segment] = {}
         self._route_segments: dict[tuple[Any, ...], Segment] = {}
         self._route_rng = sim.rng(f"{model.name}.routing")
@@ -343,7 +344,8 @@ class LustreIor(LustreCore):
         key = (targets, *op_key)
         segment = self._stripe_segments.get(key)
         if segment is None:
-            name = f"{self.model.name}.stripe{len(self._stripe_segments)}.{op}"
+            name = f"{self.model.name}.stripe{self._stripe_sets_made}.{op}"
+            self._stripe_sets_made += 1
             segment = self.sim.flows.add_segment(name, entries)
             self._stripe_segments[key] = segment
         return [(segment, 1.0)], latency
