@@ -495,6 +495,19 @@ class ClassLayer(FlowState):
                 return k, best
         return None  # pragma: no cover - best is one of the ratios
 
+    def _at_own_cap(self, spec: FlowSpec) -> bool:
+        """Whether a flow's finite cap is below every ``capacity / (coefficient x priority)``
+        of its own entries and segments (their cached least ratios): alone, it runs at its cap.
+        """
+        cons, coefs, prio, level_cap, _size, segs = spec
+        if not math.isfinite(level_cap):
+            return False
+        limit = level_cap / (1.0 - LEVEL_RTOL)
+        cap = self._con_cap
+        if any(float(cap[k]) / (a * prio) < limit for k, a in zip(cons, coefs, strict=True)):
+            return False
+        return all(self._segment_alone(g)[0] / (u * prio) >= limit for g, u in segs)
+
     def _new_bottlenecks(self, slots: list[int]) -> list[tuple[int, int, float]] | None:
         """Where new flows that found no class go: ``(slot, bottleneck or 0 at cap, level)``.
 
@@ -831,6 +844,15 @@ class ClassLayer(FlowState):
             lone = None if target >= 0 else self._lone_bottleneck(spec)
             if target >= 0:
                 c = classes[target]
+            elif lone is None and len(new) == 1 and self._at_own_cap(spec):
+                # One new flow whose own path's capacities all pass its cap: its cap class,
+                # checked below like any class (a call of a replay at its read-ahead cap).
+                cap_cid = self._cap_class.get(spec[3])
+                c = (
+                    classes[cap_cid]
+                    if cap_cid is not None
+                    else self._new_class(0, spec[3], spec[3])
+                )
             elif lone is not None:
                 # A new bottleneck forms on a lone flow's own path: its class directly.
                 c = self._new_class(lone[0], np.inf, lone[1])
