@@ -72,6 +72,21 @@ from flashsim.components.ftl_traffic import check_allocation
 SMALL_M = 8
 
 
+def _thin_m2(
+    x0: float, x1: float, x2: float, valid: float, half: float
+) -> tuple[float, float, float]:
+    """:meth:`FluidFtl._thin` for two units per block, on locals: the shares of blocks
+    holding 0, 1 and 2 valid units once ``half`` of the ``valid`` units are overwritten."""
+    if valid > 0.0:
+        q = 1.0 - (valid if valid < half else half) / valid
+        if q <= 0.0:
+            return x0 + x1 + x2, 0.0, 0.0
+        if q < 1.0:
+            p = 1.0 - q
+            return x0 + x1 * p + x2 * (p * p), x1 * q + x2 * 2.0 * q * p, x2 * (q * q)
+    return x0, x1, x2
+
+
 class FluidFtl:
     """Mean-field FTL of one drive (see the module docstring).
 
@@ -331,13 +346,7 @@ class FluidFtl:
             overwrite = d - dyn * (w - w_next)
             overwrite = overwrite if overwrite > 0.0 else 0.0
             half = 0.5 * overwrite
-            if valid > 0.0:
-                q = 1.0 - (valid if valid < half else half) / valid
-                if q <= 0.0:
-                    x0, x1, x2 = x0 + x1 + x2, 0.0, 0.0
-                elif q < 1.0:
-                    p = 1.0 - q
-                    x0, x1, x2 = x0 + x1 * p + x2 * (p * p), x1 * q + x2 * 2.0 * q * p, x2 * (q * q)
+            x0, x1, x2 = _thin_m2(x0, x1, x2, valid, half)
             room = free - d
             moved = 0.0
             if room >= 0.0:
@@ -354,14 +363,7 @@ class FluidFtl:
                     x1 -= take
                     moved += take / 2
             x2 += d + moved
-            valid = (x1 + x2 * 2.0) / 2
-            if valid > 0.0:
-                q = 1.0 - (valid if valid < half else half) / valid
-                if q <= 0.0:
-                    x0, x1, x2 = x0 + x1 + x2, 0.0, 0.0
-                elif q < 1.0:
-                    p = 1.0 - q
-                    x0, x1, x2 = x0 + x1 * p + x2 * (p * p), x1 * q + x2 * 2.0 * q * p, x2 * (q * q)
+            x0, x1, x2 = _thin_m2(x0, x1, x2, (x1 + x2 * 2.0) / 2, half)
             host += d
             flash += d + moved
             # write()'s window bookkeeping
