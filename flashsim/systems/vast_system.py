@@ -127,9 +127,8 @@ class VastSystem(VastJobs, VastIo500):
         """New file versions for a write repetition; nothing to drop for reads."""
         if phase.first_node + phase.nodes > len(self.caches):
             raise ValueError(
-                f"phase {phase.name!r}: nodes {phase.first_node}.."
-                f"{phase.first_node + phase.nodes - 1} exceed the model's "
-                f"{len(self.caches)} clients"
+                f"phase {phase.name!r}: nodes(={phase.nodes}) from first_node "
+                f"{phase.first_node} exceeds the model's {len(self.caches)} clients"
             )
         dataset = self._dataset(phase)
         if phase.operation == "write":
