@@ -491,7 +491,7 @@ def sweep(
             axes,
             overrides,
             jobs=workers,
-            progress=sys.stderr.isatty() and not as_json,
+            progress=not as_json,
             store=where,
             resume=resume,
             overwrite=store is None,

@@ -37,9 +37,9 @@ from types import FrameType
 from typing import Any
 
 import pandas as pd
-from tqdm import tqdm
 
 from flashsim.config import MISSING, ConfigError
+from flashsim.progress import Task, open_progress
 from flashsim.scenario import load_scenario, run_loaded
 from flashsim.sweep_limits import LIMIT_COLUMNS, limit_columns
 from flashsim.tasks import dask_client
@@ -583,19 +583,22 @@ def _failure(point: SweepPoint, exc: BaseException) -> PointFailure:
     return PointFailure(point, f"{name}: {exc}" if str(exc) else name, False)
 
 
-class _Progress:
-    """A tqdm bar of points done, with running and failed counts."""
+class _Points:
+    """A sweep's points on the shared status line: done, running and failed.
 
-    def __init__(self, total: int, initial: int, show: bool) -> None:
-        self.bar = tqdm(total=total, initial=initial, desc="sweep", unit="point", disable=not show)
+    Wraps the ``"sweep"`` task of :mod:`flashsim.progress` (its count is the
+    points done, its note ``"2 running, 1 failed"``), so a sweep reads like
+    ``run`` and ``validate`` on a terminal and prints nothing elsewhere.
+    """
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
         self.failed = 0
 
     def update(self, done: int, running: int) -> None:
-        self.bar.update(done)
-        self.bar.set_postfix({"running": running, "failed": self.failed}, refresh=True)
-
-    def close(self) -> None:
-        self.bar.close()
+        """Count ``done`` more points finished, ``running`` now running."""
+        self.task.note = f"{running} running, {self.failed} failed"
+        self.task.advance(done)
 
 
 def _run_in_process(
@@ -604,7 +607,7 @@ def _run_in_process(
     todo: list[SweepPoint],
     store: _Store,
     guard: _Guard,
-    bar: _Progress,
+    bar: _Points,
 ) -> list[PointFailure]:
     failures: list[PointFailure] = []
     for point in todo:
@@ -631,7 +634,7 @@ def _run_on_dask(
     todo: list[SweepPoint],
     store: _Store,
     guard: _Guard,
-    bar: _Progress,
+    bar: _Points,
     workers: int,
     scheduler: str | None,
 ) -> list[PointFailure]:
@@ -757,7 +760,7 @@ def _run_auto(
     todo: list[SweepPoint],
     store: _Store,
     guard: _Guard,
-    bar: _Progress,
+    bar: _Points,
     workers: int,
     ran: list[str],
 ) -> list[PointFailure]:
@@ -820,7 +823,9 @@ def run_sweep(
         points); 1 runs every point in this process unless ``executor`` is
         ``"dask"``.  Ignored with ``scheduler``.
     progress : bool
-        Show a progress bar (points done, running, failed) on standard error.
+        Show the points done, running and failed on the status line of
+        :mod:`flashsim.progress` (standard error, when it is a terminal;
+        inside an active progress, there whatever this says).
     store : path, optional
         Results store directory (see :func:`read_store`); ``None`` uses a
         temporary one, removed on return.
@@ -918,7 +923,6 @@ def _sweep_into(
     todo = [p for p in points if p.key not in done]
     scenario = str(path.resolve())
     guard = _Guard(run.max_wall_s)
-    bar = _Progress(len(points), len(points) - len(todo), run.progress)
     failures: list[PointFailure] = []
     workers = min(run.jobs, len(todo))
     ran: list[str] = []
@@ -926,7 +930,14 @@ def _sweep_into(
     try:
         # The signal handlers are installed inside this ``try``: a limit that fires at once
         # (``--max-wall 1e-9``) stops the sweep like any other.
-        with _signals(guard):
+        with (
+            open_progress(run.progress) as progress,
+            progress.task(
+                "sweep", total=len(points), unit="point", done=len(points) - len(todo)
+            ) as task,
+            _signals(guard),
+        ):
+            bar = _Points(task)
             if not todo:
                 pass
             elif run.scheduler is not None or run.executor == "dask":
@@ -945,8 +956,6 @@ def _sweep_into(
         raise SweepStoppedError(
             stop.reason, stop.exit_status, finished, len(points), kept
         ) from None
-    finally:
-        bar.close()
     if failures:
         finished = len(store.done_keys() & {p.key for p in points})
         raise SweepFailedError(failures, finished, len(points), kept)

@@ -330,3 +330,44 @@ def test_a_jobs_phase_shows_its_runs_together_then_alone(monkeypatch: pytest.Mon
     with progress:
         VastKind().build(model, Simulation(3), "flow").run_phase(phase)
     assert seen == ["all jobs at once", "alone 1/2 w", "alone 2/2 r"]
+
+
+def test_a_sweep_counts_its_points_on_the_shared_line(tmp_path: Path) -> None:
+    # flashsim/sweep.py draws on flashsim.progress (no bar of its own): its points,
+    # their running and failed counts, and each point's own phases nested inside.
+    from flashsim.sweep import run_sweep
+
+    axes = [("phases.iops.streams", ["1", "2"])]
+    seen: list[str] = []
+    stream = FakeTerminal()
+    with Progress(stream=stream, interval_s=0.0) as progress:
+        original = progress.refresh
+
+        def spy() -> None:
+            seen.append(progress.line())
+            original()
+
+        progress.refresh = spy  # type: ignore[method-assign]
+        run_sweep(DEMO, axes, store=tmp_path / "s", executor="in-process", progress=True)
+    assert "sweep 0/2 point" in seen
+    assert "sweep 0/2 point (1 running, 0 failed)" in seen
+    assert "sweep 1/2 point (0 running, 0 failed)" in seen
+    assert "sweep 2/2 point (0 running, 0 failed)" in seen
+    assert any(line.startswith("sweep 0/2 point (1 running, 0 failed) › ") for line in seen)
+    assert "sweep 2/2 point" in stream.getvalue()
+
+
+def test_sweep_on_a_terminal_reads_like_run_and_json_draws_nothing(tmp_path: Path) -> None:
+    now = {"FLASHSIM_PROGRESS_INTERVAL": "0 s"}
+    vary = ["--vary", "phases.iops.streams=1,2", "--executor", "in-process"]
+    rc, out, tty = _in_a_pty(["sweep", str(DEMO), *vary, "--store", str(tmp_path / "a")], now)
+    assert rc == 0, tty
+    assert "sweep 1/2 point (0 running, 0 failed)" in tty
+    assert "sweep 0/2 point (1 running, 0 failed) › pipeline-streams" in tty
+    rc, out, tty = _in_a_pty(
+        ["sweep", str(DEMO), *vary, "--store", str(tmp_path / "b"), "--json"], now
+    )
+    assert rc == 0, tty
+    assert "/2 point" not in tty and "running" not in tty  # only the closing 'sweep:' line
+    assert tty.strip().startswith("sweep: 2 point(s) in the store"), tty
+    assert out.lstrip().startswith("[")
