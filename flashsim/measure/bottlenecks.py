@@ -190,18 +190,32 @@ def flow_utilization(start: ResourceUsage, end: ResourceUsage) -> FloatArray:
 
 
 def queue_utilization(
-    sim: Simulation, start: UsageMark, busy_now_s: FloatArray | None = None
+    sim: Simulation, start: UsageMark, end: UsageMark | None = None
 ) -> FloatArray:
-    """Mean utilisation of every registered queue since ``start`` (0 when no time passed).
+    """Mean utilisation of every registered queue between two readings (0 when no time passed).
 
-    ``busy_now_s`` is the queues' service delivered by now, when already read (:func:`mark`).
+    Parameters
+    ----------
+    sim : Simulation
+        The simulation whose queues are read.
+    start : UsageMark
+        The counters at the start of the interval (:func:`mark`).
+    end : UsageMark, optional
+        The counters at its end; read now when not given.  Queues registered
+        since ``start`` count from their creation.
+
+    Returns
+    -------
+    ndarray
+        Per queue (in ``sim.queues`` order), its service delivered in the
+        interval (server-seconds) over its servers times the interval (s).
     """
     queues = sim.queues
-    elapsed = sim.now - start.time_s
+    elapsed = (sim.now if end is None else end.time_s) - start.time_s
     if not queues or elapsed <= 0:
         return np.zeros(len(queues))
-    now_s = _queue_busy_s(sim) if busy_now_s is None else busy_now_s
-    busy = now_s - _pad(start.queue_busy_s, len(queues))
+    after = _queue_busy_s(sim) if end is None else _pad(end.queue_busy_s, len(queues))
+    busy = after - _pad(start.queue_busy_s, len(queues))
     servers = np.fromiter((q.servers for q in queues), dtype=np.float64, count=len(queues))
     result: FloatArray = busy / (servers * elapsed)
     return result
@@ -252,7 +266,7 @@ def phase_loads(
     if elapsed <= 0:
         return [], []
     flow_util = flow_utilization(start.flow, now.flow)
-    queue_util = queue_utilization(sim, start, now.queue_busy_s)
+    queue_util = queue_utilization(sim, start, now)
     queues = sim.queues
     chosen: dict[str, ResourceLoad] = {}
 

@@ -48,6 +48,7 @@ from flashsim.measure.bottlenecks import (
     flow_utilization,
     infer_kind,
     mark,
+    queue_utilization,
 )
 from flashsim.measure.results import IntervalLimit, PhaseResult
 
@@ -74,21 +75,6 @@ class _Reading:
     label: str
     boundary: bool
     analytic: str | None = None
-
-
-def _queue_utilization(sim: Simulation, a: UsageMark, b: UsageMark) -> FloatArray:
-    """Mean utilisation of every registered queue between two readings (0 if none)."""
-    queues = sim.queues
-    elapsed = b.time_s - a.time_s
-    if not queues or elapsed <= 0:
-        return np.zeros(len(queues))
-    before = np.zeros(len(queues))
-    before[: a.queue_busy_s.size] = a.queue_busy_s
-    after = np.zeros(len(queues))
-    after[: b.queue_busy_s.size] = b.queue_busy_s
-    servers = np.fromiter((q.servers for q in queues), dtype=np.float64, count=len(queues))
-    result: FloatArray = (after - before) / (servers * elapsed)
-    return result
 
 
 def _merge_key(limit: IntervalLimit) -> tuple[str, str, bool]:
@@ -127,6 +113,7 @@ class LimitRecorder:
         self.analytic: str | None = None
         first = start if start is not None and start.time_s == self.t0_s else mark(sim)
         self.readings: list[_Reading] = [_Reading(first, sim.flows.limit_bytes(), "", True)]
+        self._row_of: dict[int, int] = {}  # id(flow resource) -> its row (see _rows)
         sim.flows.add_rate_listener(self._on_rates)
         sim.add_part_listener(self._on_part)
 
@@ -140,6 +127,17 @@ class LimitRecorder:
                 now, reading.limit_bytes, self.label, boundary or prev.boundary, self.analytic
             )
         self.readings.append(reading)
+
+    def _rows(self, resources: list[Resource]) -> dict[int, int]:
+        """Row of every flow resource of ``resources`` by ``id``, built once per recorder.
+
+        The flow network only ever appends resources (a resource keeps its row
+        for the whole run), so the map made for one reading is extended with the
+        resources made since, never rebuilt.
+        """
+        for row in range(len(self._row_of), len(resources)):
+            self._row_of[id(resources[row])] = row
+        return self._row_of
 
     def _on_rates(self) -> None:
         now = self.sim.now
@@ -205,7 +203,7 @@ class LimitRecorder:
         """The limiter of the interval between readings ``a`` and ``b``."""
         t0, t1 = a.usage.time_s - self.t0_s, b.usage.time_s - self.t0_s
         flow_util = flow_utilization(a.usage.flow, b.usage.flow)
-        row_of = {id(res): i for i, res in enumerate(b.usage.flow.resources)}
+        row_of = self._rows(b.usage.flow.resources)
         groups: dict[str, float] = {}
         members: dict[str, dict[int, float]] = {}  # kind -> resource row -> bytes
         total = 0.0
@@ -289,7 +287,7 @@ class LimitRecorder:
     def _queue_limit(self, a: _Reading, b: _Reading, t0: float, t1: float) -> IntervalLimit:
         """An interval in which no flow moved: a saturated queue, the closed loops, or idle."""
         queues = self.sim.queues
-        util = _queue_utilization(self.sim, a.usage, b.usage)
+        util = queue_utilization(self.sim, a.usage, b.usage)
         if queues and util.size and float(util.max()) > 0.0:
             order = np.argsort(-util, kind="stable")
             best = int(order[0])
