@@ -201,3 +201,32 @@ def test_perlmutter_sized_vast_wear_at_2_2_and_2_9_pb_per_day() -> None:
     g = by["pb22-compressible"]
     assert g.stripe_width == 22 and g.qlc_dwpd < e.qlc_dwpd
     assert g.sim_max_rel_diff < 0.01
+
+
+def test_vast_endurance_columns_show_an_unmeasured_or_infinite_value_as_a_dash() -> None:
+    # flashsim.measure.results.cell, as every table: a life of inf years (no writes)
+    # printed "inf" through the study's own helper (issue 20 review)
+    from types import SimpleNamespace
+
+    from flashsim.systems.vast_endurance import VastEnduranceDetails
+
+    nan, inf = float("nan"), float("inf")
+    fake = SimpleNamespace(
+        scm_dwpd=0.0,
+        scm_rated_dwpd=None,
+        scm_life_years=inf,
+        qlc_dwpd=0.12345,
+        qlc_rated_dwpd=1.0,
+        qlc_life_years=nan,
+        turnover_minutes=42.0,
+    )
+    cols = VastEnduranceDetails.columns(fake)  # type: ignore[arg-type]
+    assert cols == {
+        "SCM DWPD": "0",
+        "SCM rated": "-",
+        "SCM life y": "-",
+        "QLC DWPD": "0.123",
+        "QLC rated": "1",
+        "QLC life y": "-",
+        "turnover min": "42",
+    }

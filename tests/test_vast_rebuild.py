@@ -47,3 +47,23 @@ def test_readers_and_rebuild_share_the_drives_by_the_policy(
     assert (
         details["rebuild-gentle"].read_during_Bps > details["rebuild-under-reads"].read_during_Bps
     )
+
+
+def test_each_read_cell_tests_its_own_value() -> None:
+    # "read before" used to test the "during" value for NaN (issue 20 review)
+    from dataclasses import replace
+
+    base = VastRebuildDetails(
+        ec_data=8,
+        ec_parity=2,
+        drives=10,
+        rebuild_volume_B=2e12,
+        rebuild_time_s=7200.0,
+        rebuild_alone_s=3600.0,
+        read_before_Bps=5e9,
+        read_during_Bps=float("nan"),
+    )
+    cols = base.columns()
+    assert cols["read before GB/s"] == "5.0" and cols["read during GB/s"] == "-"
+    cols = replace(base, read_before_Bps=float("nan"), read_during_Bps=3e9).columns()
+    assert cols["read before GB/s"] == "-" and cols["read during GB/s"] == "3.0"

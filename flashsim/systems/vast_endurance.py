@@ -56,7 +56,7 @@ from flashsim.components.endurance import (
 )
 from flashsim.components.tier import compressed_fraction
 from flashsim.config import Bandwidth, Bytes, StrictModel, field_error
-from flashsim.measure.results import PhaseDetails, PhaseResult
+from flashsim.measure.results import PhaseDetails, PhaseResult, cell
 from flashsim.systems.vast_phases import VastIorPhase
 from flashsim.units import format_quantity
 
@@ -376,18 +376,14 @@ class VastEnduranceDetails(PhaseDetails):
 
     def columns(self) -> dict[str, str]:
         """Drive writes per day of SCM and QLC against their rating, and their life."""
-
-        def num(value: float | None, spec: str) -> str:
-            return "-" if value is None or math.isnan(value) else format(value, spec)
-
         return {
-            "SCM DWPD": num(self.scm_dwpd, ".3g"),
-            "SCM rated": num(self.scm_rated_dwpd, "g"),
-            "SCM life y": num(self.scm_life_years, ".3g"),
-            "QLC DWPD": num(self.qlc_dwpd, ".3g"),
-            "QLC rated": num(self.qlc_rated_dwpd, "g"),
-            "QLC life y": num(self.qlc_life_years, ".3g"),
-            "turnover min": num(self.turnover_minutes, ".3g"),
+            "SCM DWPD": cell(self.scm_dwpd, ".3g"),
+            "SCM rated": cell(self.scm_rated_dwpd, "g"),
+            "SCM life y": cell(self.scm_life_years, ".3g"),
+            "QLC DWPD": cell(self.qlc_dwpd, ".3g"),
+            "QLC rated": cell(self.qlc_rated_dwpd, "g"),
+            "QLC life y": cell(self.qlc_life_years, ".3g"),
+            "turnover min": cell(self.turnover_minutes, ".3g"),
         }
 
 

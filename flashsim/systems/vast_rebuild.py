@@ -117,15 +117,14 @@ class VastRebuildDetails(PhaseDetails):
 
     def columns(self) -> dict[str, str]:
         """EC geometry, volume, rebuild time (and alone), aged reads before and during."""
-        during = self.read_during_Bps
         return {
             "EC": f"{self.ec_data}+{self.ec_parity}",
             "drives": str(self.drives),
             "rebuilt TB": cell(self.rebuild_volume_B, ".2f", 1e12),
             "rebuild h": cell(self.rebuild_time_s, ".2f", 3600),
             "alone h": cell(self.rebuild_alone_s, ".2f", 3600),
-            "read before GB/s": "-" if math.isnan(during) else f"{self.read_before_Bps / 1e9:.1f}",
-            "read during GB/s": "-" if math.isnan(during) else f"{during / 1e9:.1f}",
+            "read before GB/s": cell(self.read_before_Bps, ".1f", 1e9),
+            "read during GB/s": cell(self.read_during_Bps, ".1f", 1e9),
         }
 
 
