@@ -296,12 +296,9 @@ def replay(
         "fidelity": fidelity,
         "phases": [darshan_phase_data(log.resolve(), speedup, ranks_per_node=ranks_per_node)],
     }
-    try:  # the log is read once, here (the phase keeps its trace for the run)
-        loaded = scenario_from_data(data, Path("flashsim replay"), _overrides(sets))
-    except ConfigError as exc:
-        if exc.key == "phases.0.log":  # a bad log is named by its own path alone
-            raise ConfigError("", "", MISSING, exc.expected) from None
-        raise
+    # the log is read once, here (the phase keeps its trace for the run); a bad one is
+    # named by its own path alone (scenario.check_phases)
+    loaded = scenario_from_data(data, Path("flashsim replay"), _overrides(sets))
     result = run_loaded(loaded, progress=not as_json)
     if as_json:
         click.echo(_dumps(result.to_dict()))

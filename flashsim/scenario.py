@@ -252,7 +252,9 @@ def check_phases(
     of a ``dataset`` follows a write of it, and the system kind's
     :meth:`~flashsim.systems.base.SystemKind.check_phase` accepts each phase
     (indices within the model, resources the run would need).  Traces (Darshan
-    logs) are read here, so a corrupt one is a bad input (exit 2), not a failed run.
+    logs) are read here, so a corrupt one is a bad input (exit 2), not a failed run;
+    in a scenario with no file of its own (``path`` names a command, as
+    ``flashsim replay`` does), a bad log is named by its own path alone.
     """
     from flashsim.workloads.ior import IorPhase
     from flashsim.workloads.jobs import read_phase_traces
@@ -292,6 +294,10 @@ def check_phases(
             check_work(phase)
         except ValueError as exc:
             key, _, message = str(exc).partition(": ")
+            if key == "log" and not path.is_file():
+                # A scenario a command made from data (``flashsim replay LOG``): the user
+                # wrote only the log, so a bad one is named by its own path alone.
+                raise ConfigError("", "", MISSING, message) from None
             value = _resolve(raw[i], key)
             raise ConfigError(
                 str(path), f"phases.{i}.{key}", MISSING if value is None else value, message

@@ -324,3 +324,34 @@ def test_the_seed_only_redraws_a_counters_log_it_does_not_change_its_time() -> N
     assert all(t.conserved for t in times)
     seed0, seed1 = (t.total.sim_io_time_s for t in times)
     assert seed0 == pytest.approx(seed1, rel=0.1)
+
+
+def test_check_phases_names_a_bad_log_by_its_own_path_when_no_file_names_it(
+    tmp_path: Path,
+) -> None:
+    # scenario.check_phases (not the replay command) decides how a bad log is named:
+    # alone for a scenario a command made from data, by file and key in a scenario file
+    from flashsim.config import ConfigError
+    from flashsim.scenario import load_scenario, scenario_from_data
+    from flashsim.workloads.darshan import darshan_phase_data
+
+    log = tmp_path / "bad.darshan"
+    log.write_bytes(b"not a darshan log\n" * 10)
+    data = {
+        "name": "replay bad.darshan",
+        "system": str(PERLMUTTER.resolve()),
+        "phases": [darshan_phase_data(log, "io-only")],
+    }
+    with pytest.raises(ConfigError) as made:
+        scenario_from_data(data, Path("flashsim replay"))
+    assert made.value.path == "" and made.value.key == ""
+    assert str(made.value).startswith(f"{log}: ")
+    scenario = tmp_path / "replay.toml"
+    scenario.write_text(
+        f'name = "r"\nsystem = "{PERLMUTTER.resolve()}"\n'
+        f'[[phases]]\nname = "replay"\nworkload = "darshan"\nlog = "{log}"\n'
+    )
+    with pytest.raises(ConfigError) as written:
+        load_scenario(scenario)
+    assert written.value.path == str(scenario) and written.value.key == "phases.0.log"
+    assert written.value.expected == made.value.expected
