@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 import click
 
 from flashsim.errors import MISSING, ConfigError, ModelWarning
+from flashsim.executors import EXECUTORS, executor_help
 from flashsim.units import UnitError, parse_quantity
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -398,12 +399,10 @@ def describe(model: Path, as_json: bool, sets: Sequence[str]) -> None:
 )
 @click.option(
     "--executor",
-    type=click.Choice(["auto", "in-process", "dask"]),
+    type=click.Choice(EXECUTORS),
     default="auto",
     show_default=True,
-    help="Where the points run. auto: in this process, moving the rest to a local Dask "
-    "cluster only when their measured cost says its ~20 s start-up pays (a few small points "
-    "never start one); in-process: never a cluster; dask: always (--scheduler implies it).",
+    help=executor_help(),
 )
 @click.option(
     "--scheduler",

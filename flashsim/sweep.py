@@ -39,6 +39,8 @@ from typing import Any
 import pandas as pd
 
 from flashsim.config import MISSING, ConfigError
+from flashsim.executors import DASK_STARTUP_S as DASK_STARTUP_S
+from flashsim.executors import EXECUTORS as EXECUTORS
 from flashsim.progress import Task, open_progress
 from flashsim.scenario import load_scenario, run_loaded
 from flashsim.sweep_limits import LIMIT_COLUMNS, limit_columns
@@ -683,19 +685,6 @@ def _run_on_dask(
 
 
 # ------------------------------------------------------------ which executor
-#: Where a sweep's points may run (``--executor``): ``auto`` starts in this
-#: process and moves the rest to a local Dask cluster only when that pays
-#: (:func:`dask_pays`); ``in-process`` never starts a cluster; ``dask`` always does.
-EXECUTORS = ("auto", "in-process", "dask")
-
-#: Wall-clock seconds a local Dask cluster is assumed to take to start, with its
-#: worker processes importing flashsim, before it runs a point.  Measured on a
-#: 2-core machine under a load of ~10: 3 tiny points took 23.5 s on a 2-worker
-#: cluster against 6.7 s in this process, ~17 s of start-up; a quiet machine takes
-#: a few seconds, so ``auto`` errs towards staying in this process.
-DASK_STARTUP_S = 20.0
-
-
 def check_executor(executor: str, jobs: int | None, scheduler: str | None) -> None:
     """Refuse an unknown executor, or one that contradicts ``--jobs``/``--scheduler``.
 

@@ -98,3 +98,15 @@ def test_max_wall_that_fires_at_once_stops_cleanly(tmp_path: Path, executor: str
     assert lines[0].startswith("stopped: sweep reached its wall-clock limit (1e-09 s) after ")
     kept = len(list(store.glob("point-*.parquet")))
     assert f"after {kept} of 3 points finished" in lines[0] and "--resume" in lines[0]
+
+
+def test_the_executor_help_is_made_from_the_executors_and_their_start_up() -> None:
+    from flashsim.executors import executor_help
+    from flashsim.sweep import EXECUTORS
+
+    text = executor_help()
+    assert all(f"{name}: " in text for name in EXECUTORS)
+    assert f"~{DASK_STARTUP_S:g} s start-up" in text
+    assert "~35 s start-up" in executor_help(35.0)
+    shown = " ".join(CliRunner().invoke(main, ["sweep", "--help"]).output.split())
+    assert f"~{DASK_STARTUP_S:g} s" in shown and "Where the points run. auto: in this" in shown
