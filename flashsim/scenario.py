@@ -12,6 +12,7 @@ placement, SSD wear, failures, buffer fill) carries over for the whole run.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import threading
@@ -19,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import FrameType
 from typing import Annotated, Any
 
 from pydantic import Field
@@ -348,21 +350,38 @@ def resident_memory_B() -> float:
         return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
 
 
-class _Watchdog:
-    """Checks the limits between phases and, from a 0.1 s timer signal, inside them.
+#: Wall-clock seconds between the watchdog's timer signals while the run is within its limits.
+CHECK_INTERVAL_S = 0.1
+#: Wall-clock seconds between its retries once a limit is passed, until the run takes the stop.
+RETRY_S = 0.001
 
-    The timer (``SIGALRM``) is used only in the main thread of a process that
-    has it; elsewhere limits are checked between phases only.
+
+class _Watchdog:
+    """Checks the limits between phases and, from a timer signal, inside them.
+
+    The timer (``SIGALRM``, every :data:`CHECK_INTERVAL_S`) is used only in the
+    main thread of a process that has it; elsewhere limits are checked between
+    phases only.  Once a limit is passed the watchdog is *tripped*: the reason
+    is kept, the timer is re-armed every :data:`RETRY_S`, and every signal
+    raises :class:`_LimitReached` again until the run takes it (:meth:`stop`).
+    An exception raised where Python swallows it (a gc callback, a finaliser)
+    is thus raised again a millisecond later; during a garbage collection,
+    and in the frames that take the stop (:func:`run_loaded`, :meth:`stop`),
+    the signal does not raise at all and the next one tries again.
     """
 
     def __init__(self, limits: RunLimits | None, started_s: float) -> None:
         self.limits = limits or RunLimits()
         self.started_s = started_s
         self.active = False
+        self.tripped: str | None = None
+        self._collecting = False
         self._previous: Any = None
 
     def reason(self) -> str | None:
-        """Why the run must stop now, or ``None``."""
+        """Why the run must stop now, or ``None`` (once tripped, the reason it tripped on)."""
+        if self.tripped is not None:
+            return self.tripped
         lim = self.limits
         if lim.max_wall_s is not None:
             elapsed = time.perf_counter() - self.started_s
@@ -381,11 +400,24 @@ class _Watchdog:
         """Raise :class:`_LimitReached` when a limit is passed."""
         why = self.reason()
         if why is not None:
+            self.tripped = why
             raise _LimitReached(why)
 
-    def _on_timer(self, signum: int, frame: Any) -> None:
-        if self.active:
-            self.check()
+    def _on_gc(self, phase: str, info: dict[str, int]) -> None:
+        self._collecting = phase == "start"
+
+    def _on_timer(self, signum: int, frame: FrameType | None) -> None:
+        if not self.active:
+            return
+        if self.tripped is None:
+            why = self.reason()
+            if why is None:
+                return
+            self.tripped = why
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S, RETRY_S)
+        if self._collecting or (frame is not None and frame.f_code in _TAKING_CODES):
+            return  # raised again RETRY_S later
+        raise _LimitReached(self.tripped)
 
     def __enter__(self) -> _Watchdog:
         wanted = self.limits.max_wall_s is not None or self.limits.max_memory_B is not None
@@ -395,7 +427,8 @@ class _Watchdog:
             and threading.current_thread() is threading.main_thread()
         ):
             self._previous = signal.signal(signal.SIGALRM, self._on_timer)
-            signal.setitimer(signal.ITIMER_REAL, 0.1, 0.1)
+            gc.callbacks.append(self._on_gc)
+            signal.setitimer(signal.ITIMER_REAL, CHECK_INTERVAL_S, CHECK_INTERVAL_S)
             self.active = True
         return self
 
@@ -405,6 +438,8 @@ class _Watchdog:
             self.active = False
             signal.setitimer(signal.ITIMER_REAL, 0.0)
             signal.signal(signal.SIGALRM, self._previous)
+            gc.callbacks.remove(self._on_gc)
+            self._collecting = False
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
@@ -516,6 +551,11 @@ def run_loaded(
             dog.stop()
             raise RunStopped("out of memory (MemoryError)", result()) from None
     return result()
+
+
+#: Code of the frames that take a tripped watchdog's stop: a signal landing in them
+#: (between catching :class:`_LimitReached` and stopping the timer) does not raise.
+_TAKING_CODES = frozenset({run_loaded.__code__, _Watchdog.stop.__code__})
 
 
 def run_scenario(path: str | Path, overrides: Mapping[str, str] = {}) -> RunResult:
