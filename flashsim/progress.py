@@ -26,9 +26,9 @@ event to the simulation: the thread only reads a task's counters and its
 clock, so progress cannot change a simulated result, and its cost is one
 short redraw per interval.
 
-A sweep (``flashsim/sweep.py``) can use the same API for its points: open
+A sweep (``flashsim/sweep.py``) uses the same API for its points: it opens
 ``progress.task("sweep", total=n_points, unit="point", done=n_resumed)``,
-call :meth:`Task.advance` per point finished and set :attr:`Task.note` to
+calls :meth:`Task.advance` per point finished and sets :attr:`Task.note` to
 e.g. ``"3 running, 1 failed"``.
 """
 

@@ -276,7 +276,7 @@ field = "bandwidth_GBps"
 
 
 def test_a_sweep_can_count_its_points_with_a_note() -> None:
-    # the API flashsim/sweep.py can use: points resumed, finished, running and failed
+    # the API flashsim/sweep.py uses: points resumed, finished, running and failed
     stream = FakeTerminal()
     with (
         Progress(stream, interval_s=0.0) as progress,
