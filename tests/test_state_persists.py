@@ -12,9 +12,7 @@ from flashsim.scenario import load_scenario, run_loaded
 from flashsim.systems.lustre_aging import OstAgingDetails
 from flashsim.systems.lustre_production import ProductionAgingDetails
 from flashsim.workloads.production import ProductionDetails
-
-ROOT = Path(__file__).resolve().parent.parent
-MODEL = (ROOT / "models" / "systems" / "perlmutter.toml").as_posix()
+from tests.lustre_scenario import write_scenario
 
 IOR = """
 [[phases]]
@@ -33,17 +31,8 @@ def _ior(name: str) -> str:
     return IOR.replace("NAME", name)
 
 
-def _path(tmp_path: Path, phases: str) -> Path:
-    path = tmp_path / "s.toml"
-    path.write_text(
-        f'name = "t"\nsystem = "{MODEL}"\nseed = 1\nfidelity = "flow"\n\n'
-        f'[system_set]\n"oss.count" = 1\n\n{phases}'
-    )
-    return path
-
-
 def _run(tmp_path: Path, phases: str) -> list[Any]:
-    return run_loaded(load_scenario(_path(tmp_path, phases))).phases
+    return run_loaded(load_scenario(write_scenario(tmp_path, phases))).phases
 
 
 def test_an_ior_after_ost_aging_writes_at_the_aged_rate(tmp_path: Path) -> None:
@@ -90,7 +79,7 @@ def test_a_study_starts_from_fresh_drives_whatever_ran_before(tmp_path: Path) ->
 
 
 def test_reset_state_gives_fresh_targets_to_the_next_phase(tmp_path: Path) -> None:
-    loaded = load_scenario(_path(tmp_path, _ior("w")))
+    loaded = load_scenario(write_scenario(tmp_path, _ior("w")))
     system = loaded.system.kind.build(loaded.system.model, Simulation(1), "flow")
     (ior,) = loaded.phases
     fresh = system.run_phase(ior).bandwidth_Bps
@@ -106,7 +95,7 @@ def test_reset_state_gives_fresh_targets_to_the_next_phase(tmp_path: Path) -> No
 
 
 def test_a_failed_drive_slows_the_next_ior_until_its_rebuild_ends(tmp_path: Path) -> None:
-    loaded = load_scenario(_path(tmp_path, _ior("w")))
+    loaded = load_scenario(write_scenario(tmp_path, _ior("w")))
     system = loaded.system.kind.build(loaded.system.model, Simulation(1), "flow")
     (ior,) = loaded.phases
     fresh = system.run_phase(ior).bandwidth_Bps
@@ -126,7 +115,7 @@ def test_a_rebuild_phase_leaves_a_healthy_target_its_life_agrees_with(tmp_path: 
         '[[phases]]\nname = "r"\nworkload = "rebuild"\noperation = "write"\nost = 0\n'
         'threads = 64\nfill = 0.01\nwindow = "2 s"\n'
     )
-    loaded = load_scenario(_path(tmp_path, rebuild))
+    loaded = load_scenario(write_scenario(tmp_path, rebuild))
     system = loaded.system.kind.build(loaded.system.model, Simulation(1), "flow")
     system.run_phase(loaded.phases[0])
     life = system.target(0)
@@ -142,7 +131,7 @@ def test_a_rebuild_study_starts_from_a_healthy_target(tmp_path: Path) -> None:
         '[[phases]]\nname = "r"\nworkload = "rebuild"\noperation = "write"\nost = 0\n'
         'threads = 64\nfill = 0.01\nwindow = "2 s"\n'
     )
-    loaded = load_scenario(_path(tmp_path, rebuild))
+    loaded = load_scenario(write_scenario(tmp_path, rebuild))
     clean = loaded.system.kind.build(loaded.system.model, Simulation(1), "flow")
     expected = clean.run_phase(loaded.phases[0]).extra
     system = loaded.system.kind.build(loaded.system.model, Simulation(1), "flow")

@@ -14,9 +14,7 @@ import pytest
 from flashsim.config import ConfigError
 from flashsim.scenario import load_scenario, run_loaded
 from flashsim.workloads.production import ProductionDetails
-
-ROOT = Path(__file__).resolve().parent.parent
-MODEL = (ROOT / "models" / "systems" / "perlmutter.toml").as_posix()
+from tests.lustre_scenario import ROOT, write_scenario
 
 #: An IOR write that keeps the one OST busy for ~10 s of simulated time.
 IOR = """
@@ -46,12 +44,7 @@ def _ior(name: str, extra: str = "") -> str:
 
 
 def _run(tmp_path: Path, body: str) -> Any:
-    path = tmp_path / "s.toml"
-    path.write_text(
-        f'name = "t"\nsystem = "{MODEL}"\nseed = 1\nfidelity = "flow"\n\n'
-        f'[system_set]\n"oss.count" = 1\n\n{body}'
-    )
-    return run_loaded(load_scenario(path))
+    return run_loaded(load_scenario(write_scenario(tmp_path, body)))
 
 
 def test_a_drive_failure_event_during_an_ior_phase_slows_it(tmp_path: Path) -> None:
@@ -144,13 +137,9 @@ def test_a_caller_may_run_some_phases_alone(tmp_path: Path) -> None:
     """``dataclasses.replace(loaded, phases=[...])`` runs just those (notebooks, benchmarks)."""
     import dataclasses
 
-    path = tmp_path / "s.toml"
-    path.write_text(
-        f'name = "t"\nsystem = "{MODEL}"\nseed = 1\nfidelity = "flow"\n\n'
-        f'[system_set]\n"oss.count" = 1\n\n'
-        + _ior("first")
-        + _ior("second", '\nafter = "first"\n')
-        + _ior("late", '\nstart = "1 h"\n')
+    path = write_scenario(
+        tmp_path,
+        _ior("first") + _ior("second", '\nafter = "first"\n') + _ior("late", '\nstart = "1 h"\n'),
     )
     loaded = load_scenario(path)
     alone = [p for p in loaded.phases if p.name in ("second", "late")]

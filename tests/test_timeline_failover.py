@@ -9,9 +9,7 @@ import pytest
 
 from flashsim.config import ConfigError
 from flashsim.scenario import load_scenario, run_loaded
-
-ROOT = Path(__file__).resolve().parent.parent
-MODEL = (ROOT / "models" / "systems" / "perlmutter.toml").as_posix()
+from tests.lustre_scenario import write_scenario
 
 #: 64 ranks writing one file each over both OSTs of a two-OSS Perlmutter: both OSSes' drives
 #: busy, each OSS's NIC below its line rate.
@@ -30,12 +28,7 @@ layout = { stripe_count = STRIPES }
 
 
 def _run(tmp_path: Path, body: str) -> Any:
-    path = tmp_path / "s.toml"
-    path.write_text(
-        f'name = "t"\nsystem = "{MODEL}"\nseed = 1\nfidelity = "flow"\n\n'
-        f'[system_set]\n"oss.count" = 2\n\n{body}'
-    )
-    return run_loaded(load_scenario(path))
+    return run_loaded(load_scenario(write_scenario(tmp_path, body, oss_count=2)))
 
 
 def _ior(name: str, stripes: int = 1) -> str:
