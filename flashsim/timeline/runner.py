@@ -51,11 +51,6 @@ def event_label(event: EventSpec, index: int) -> str:
     return f"{event.name or f'events.{index}'}: {event.action}"
 
 
-def sequential(phases: list[TimedPhase], events: list[EventSpec]) -> bool:
-    """Whether the scenario is today's plain sequence: no timing key, no event, no reset."""
-    return not events and all(p.timing.sequential and not p.timing.reset for p in phases)
-
-
 class Timeline:
     """Runs ``phases`` and ``events`` on ``built``; see the module docstring.
 
@@ -234,9 +229,3 @@ class Timeline:
                 f"{self.path}: events.{i}{label} ({when}) never fired: the run ends when its "
                 f"last phase ends, at {end_s:g} s"
             )
-
-
-def run_sequential(phases: list[TimedPhase], run_one: Callable[[PhaseRun], None]) -> None:
-    """Today's path for a plain sequence (:func:`sequential`): each phase in turn, no scheduler."""
-    for p in phases:
-        run_one(PhaseRun(p, p.name, 0))

@@ -85,11 +85,6 @@ class PhaseTiming(StrictModel):
             raise field_error("after", "give start or after, not both")
         return self
 
-    @property
-    def sequential(self) -> bool:
-        """Whether the phase runs once, right after the previous one (no timing key)."""
-        return self.start is None and self.after is None and self.repeat is None
-
 
 @dataclass(frozen=True)
 class TimedPhase:
