@@ -68,9 +68,7 @@ def check_events(events: list[EventSpec], built: BuiltSystem, path: Path) -> Non
             indices = [event.target]
         elif isinstance(event, Trim | TrimPolicy):
             indices, key = target_indices(built, event.targets), "targets"
-            if count == 0:
-                indices = [0]
-        if indices and count == 0:
+        if count == 0 and isinstance(event, FailDrive | ReplaceDrive | Trim | TrimPolicy):
             raise ConfigError(
                 str(path), f"events.{i}.{key}", MISSING, "this system has no stateful targets"
             )
