@@ -44,7 +44,7 @@ class Task:
     label : str
         For messages.
     body : callable
-        What the greenlet runs; its return value is :attr:`result`.
+        What the greenlet runs (its return value is dropped).
     on_end : callable
         Called (in the scheduler) with the task when the body has returned.
     """
@@ -52,7 +52,6 @@ class Task:
     label: str
     body: Callable[[], Any]
     on_end: Callable[[Task], None]
-    result: Any = None
     glet: greenlet | None = field(default=None, repr=False)
     waiting_empty: bool = False
 
@@ -142,7 +141,7 @@ class Scheduler:
 
     def _body(self, task: Task) -> Callable[[], None]:
         def run(*_first: Any) -> None:  # the first switch passes the start's value
-            task.result = task.body()
+            task.body()
 
         return run
 
