@@ -167,10 +167,6 @@ class TargetLife:
         """The representative drive's aging model (``None`` without one)."""
         return self.target.aging
 
-    def can_age(self) -> bool:
-        """Whether the drives have an aging model (SSDs and an aging table)."""
-        return self.aging_spec is not None and isinstance(self.target.drive, SsdSpec)
-
     def renew(
         self, fill: float | None = None, fidelity: Fidelity | None = None, label: str | None = None
     ) -> None:
