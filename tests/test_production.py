@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 
 from flashsim.components.failures import failure_times
+from flashsim.components.target_state import drive_failure_times
 from flashsim.config import ConfigError
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_scenario, run_loaded
 from flashsim.systems.lustre_aging import ost_capacity_B
 from flashsim.systems.lustre_cost import op_cost
-from flashsim.workloads.production import DAY_S, ProductionDetails, draw_failures
+from flashsim.workloads.production import DAY_S, ProductionDetails
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = (ROOT / "models" / "systems" / "perlmutter.toml").as_posix()
@@ -139,14 +140,14 @@ def test_failures_are_drawn_per_drive_and_rebuild_on_the_clock(tmp_path: Path) -
     assert any("drive failure" in line for line in d.findings())
 
 
-def test_the_workload_draws_failures_as_the_failures_component_does() -> None:
+def test_the_targets_draw_failures_as_the_failures_component_does() -> None:
     def rng_of(i: int) -> np.random.Generator:
         return Simulation(3).rng(f"x.drive{i}.failure")
 
-    ours = draw_failures(rng_of, 5, 0.0044)
+    ours = drive_failure_times(Simulation(3), "x", 5, 0.0044)
     theirs = failure_times(rng_of, 5, 0.0044)
     assert ours == pytest.approx(list(theirs), rel=1e-12)
-    assert draw_failures(rng_of, 2, 0.0) == [math.inf, math.inf]
+    assert drive_failure_times(Simulation(3), "x", 2, 0.0) == [math.inf, math.inf]
 
 
 def test_bad_production_keys_give_clear_errors(tmp_path: Path) -> None:

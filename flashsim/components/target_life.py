@@ -60,7 +60,7 @@ from flashsim.components.rebuild import (
     rebuild_traffic,
 )
 from flashsim.components.ssd import SsdSpec, SsdState
-from flashsim.components.target_state import TargetStatus
+from flashsim.components.target_state import TargetStatus, drive_failure_times
 from flashsim.engine.simulation import Simulation
 
 Fidelity = Literal["flow", "request"]
@@ -167,10 +167,6 @@ class TargetLife:
         """The representative drive's aging model (``None`` without one)."""
         return self.target.aging
 
-    def can_age(self) -> bool:
-        """Whether the drives have an aging model (SSDs and an aging table)."""
-        return self.aging_spec is not None and isinstance(self.target.drive, SsdSpec)
-
     def renew(
         self, fill: float | None = None, fidelity: Fidelity | None = None, label: str | None = None
     ) -> None:
@@ -216,6 +212,10 @@ class TargetLife:
             f"{key}: the model has no drive-aging table; add [oss.aging] (units_per_block, "
             "spread) to age targets"
         )
+
+    def failure_times(self, afr: float) -> list[float]:
+        """First failure time (s) of each drive at AFR ``afr``, from its own seeded stream."""
+        return drive_failure_times(self.sim, self.name, self.drives, afr)
 
     def age(self, host_B: float) -> None:
         """Fast-forward: ``host_B`` user bytes written (and as many deleted) to the target.

@@ -25,9 +25,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import simpy
+
+from flashsim.components.failures import failure_times
+
+if TYPE_CHECKING:
+    from flashsim.engine.simulation import Simulation
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,17 @@ class TargetStatus:
         out = asdict(self)
         out["failed_drives"] = list(self.failed_drives)
         return out
+
+
+def drive_failure_times(sim: Simulation, name: str, drives: int, afr: float) -> list[float]:
+    """First failure time (s) of each drive of target ``name`` at AFR ``afr``.
+
+    :func:`~flashsim.components.failures.failure_times` on drive ``k``'s own stream
+    ``<name>.drive<k>.failure`` (as the ``rebuild`` phase names it).
+    """
+    return [
+        float(t) for t in failure_times(lambda k: sim.rng(f"{name}.drive{k}.failure"), drives, afr)
+    ]
 
 
 @runtime_checkable

@@ -43,10 +43,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from flashsim.components.failures import failure_times
 from flashsim.components.rebuild import ArrayGeometry, RebuildPolicy, rebuild_traffic
 from flashsim.components.target_life import REBUILD_STEPS as LIFE_REBUILD_STEPS
 from flashsim.components.target_life import TargetLife
+from flashsim.components.target_state import drive_failure_times
 from flashsim.config import Bytes, NonNegativeSeconds, Seconds, StrictModel, UnitFraction
 from flashsim.engine.flows import Flow
 from flashsim.engine.simulation import Simulation
@@ -311,7 +311,6 @@ def alone_rebuild_s(system: LustreCore, ost: OstNode, failed: list[int], fill: f
 
 def drive_failures(system: LustreCore, phase: RebuildPhase) -> list[DriveFailure]:
     """The phase's failures, given and drawn from its AFR, in time order (drives checked)."""
-    sim = system.sim
     _, ost = system.ost(phase.ost)
     geom = geometry_of(system)
     if phase.failures is not None:
@@ -319,9 +318,7 @@ def drive_failures(system: LustreCore, phase: RebuildPhase) -> list[DriveFailure
     else:
         failures = [] if phase.afr is not None else [DriveFailure(drive=0, at="0 s")]
     if phase.afr is not None:
-        drawn = failure_times(
-            lambda i: sim.rng(f"{ost.name}.drive{i}.failure"), geom.drives, phase.afr
-        )
+        drawn = drive_failure_times(system.sim, ost.name, geom.drives, phase.afr)
         failures += [
             DriveFailure(drive=i, at=f"{t} s") for i, t in enumerate(drawn) if t < phase.horizon
         ]

@@ -66,7 +66,7 @@ from flashsim.components.rebuild import (
     rebuild_traffic,
 )
 from flashsim.components.ssd import SsdState
-from flashsim.components.target_state import TargetStatus
+from flashsim.components.target_state import TargetStatus, drive_failure_times
 from flashsim.engine.flows import Resource
 from flashsim.systems.vast_endurance import sync_wear
 from flashsim.units import MIB
@@ -327,6 +327,10 @@ class VastPool:
         event = self.system.sim.env.event()
         event.succeed(0.0)
         return event
+
+    def failure_times(self, afr: float) -> list[float]:
+        """First failure time (s) of each drive at AFR ``afr``, from its own seeded stream."""
+        return drive_failure_times(self.system.sim, self.name, self.drives, afr)
 
     def age(self, host_B: float) -> None:
         """Fast-forward: ``host_B`` user bytes written to the pool over time no flow simulates.

@@ -29,7 +29,7 @@ an AFR of a few tenths of a per cent, years later).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Protocol
 
@@ -43,9 +43,6 @@ from flashsim.measure.results import PhaseDetails, PhaseResult, cell
 from flashsim.progress import current
 
 DAY_S = 86_400.0
-#: Seconds in a year of the AFR convention (8,760 power-on hours: Seagate Pulsar.2 manual §6;
-#: the same as :data:`flashsim.components.failures.YEAR_S`).
-YEAR_S = 8760.0 * 3600.0
 #: Interval (s) at which a rebuild's end is looked for (the rebuild windows' resolution).
 REBUILD_POLL_S = 60.0
 
@@ -121,6 +118,14 @@ class AgingTarget(Protocol):
 
     def status(self) -> Any:
         """The target's :class:`~flashsim.components.target_state.TargetStatus` now."""
+        ...
+
+    def failure_times(self, afr: float) -> Sequence[float]:
+        """First failure time (s) of each drive at annualised failure rate ``afr``.
+
+        :func:`flashsim.components.failures.failure_times` on the drives' own streams
+        ``<name>.drive<k>.failure`` (as the ``rebuild`` phase names them).
+        """
         ...
 
     def fail_drive(self, drive: int) -> None:
@@ -240,30 +245,6 @@ class ProductionDetails(PhaseDetails):
         }
 
 
-def draw_failures(
-    rng_of: Callable[[int], np.random.Generator], drives: int, afr: float
-) -> list[float]:
-    """First failure time (s) of each drive: exponential at ``-ln(1 - afr) / year``.
-
-    The same draws as :func:`flashsim.components.failures.failure_times` (one
-    value from each drive's own stream ``rng_of(i)``), written here because
-    workloads do not import components.
-    """
-    rate = -math.log1p(-afr) / YEAR_S
-    if rate == 0.0:
-        return [math.inf] * drives
-    return [float(rng_of(i).exponential(1.0 / rate)) for i in range(drives)]
-
-
-def _streams(sim: Simulation, name: str) -> Callable[[int], np.random.Generator]:
-    """Drive ``k`` of target ``name``'s failure stream (as the ``rebuild`` phase names it)."""
-
-    def of(k: int) -> np.random.Generator:
-        return sim.rng(f"{name}.drive{k}.failure")
-
-    return of
-
-
 class _Run:
     """The clock-driven parts of one production phase: failures and rebuild windows."""
 
@@ -326,7 +307,7 @@ def run_production(system: ProductionTarget, phase: ProductionPhase) -> PhaseRes
         drawn = [
             (start + t, i, d)
             for i, target in enumerate(targets)
-            for d, t in enumerate(draw_failures(_streams(sim, target.name), target.drives, afr))
+            for d, t in enumerate(target.failure_times(afr))
             if t < phase.days * DAY_S
         ]
         if drawn:
