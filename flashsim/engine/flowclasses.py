@@ -534,8 +534,8 @@ class ClassLayer(FlowState):
         load = np.array([con_fixed[k] for k in used.tolist()])
         busy = np.flatnonzero((self._con_ncls[used] > 0) | (self._con_nsegs[used] > 0))
         if busy.size:
-            rates: dict[int, float] = {}
-            load[busy] = [self._load_cached(k, rates) for k in used[busy].tolist()]
+            with self._levels_fixed():  # each segment's rate summed once
+                load[busy] = [self._load(k) for k in used[busy].tolist()]
         residual = np.maximum(self._con_cap[used] - load, 0.0)
         level = self._solve_factored(f, residual, arr, used)
         n = self._n_cons
@@ -600,18 +600,6 @@ class ClassLayer(FlowState):
                 if score > best_score:
                     best, best_score = k, score
         return best
-
-    def _load_cached(self, k: int, rates: dict[int, float]) -> float:
-        """:meth:`_load` of ``k``, each segment's rate summed once into ``rates``."""
-        classes = self._classes
-        load = self._con_fixed[k]
-        load += sum(classes[c].mu * classes[c].w[k] for c in self._con_movers[k])
-        for g in self._con_segs[k]:
-            rate = rates.get(g)
-            if rate is None:
-                rate = rates[g] = self._seg_rate(g)
-            load += self._seg_coef_of[g][k] * rate
-        return float(load)
 
     def _solo(self, cons: IntArray) -> BoolArray:
         """Which of ``cons`` only one segment in use loads (no class crosses them directly)."""
