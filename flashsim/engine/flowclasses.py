@@ -635,6 +635,13 @@ class ClassLayer(FlowState):
         self._unsynced.add(c.cid)
         self._mark_dirty(c)
 
+    def _cap_class_for(self, level_cap: float) -> FlowClass:
+        """The cap class of level ``level_cap``, made when there is none."""
+        cap_cid = self._cap_class.get(level_cap)
+        if cap_cid is not None:
+            return self._classes[cap_cid]
+        return self._new_class(0, level_cap, level_cap)
+
     def _new_class(self, con: int, cap_level: float, mu: float) -> FlowClass:
         cid = self._next_cid
         self._next_cid += 1
@@ -835,12 +842,7 @@ class ClassLayer(FlowState):
             elif lone is None and len(new) == 1 and self._at_own_cap(spec):
                 # One new flow whose own path's capacities all pass its cap: its cap class,
                 # checked below like any class (a call of a replay at its read-ahead cap).
-                cap_cid = self._cap_class.get(spec[3])
-                c = (
-                    classes[cap_cid]
-                    if cap_cid is not None
-                    else self._new_class(0, spec[3], spec[3])
-                )
+                c = self._cap_class_for(spec[3])
             elif lone is not None:
                 # A new bottleneck forms on a lone flow's own path: its class directly.
                 c = self._new_class(lone[0], np.inf, lone[1])
@@ -866,12 +868,7 @@ class ClassLayer(FlowState):
                             c = self._new_class(k, np.inf, level)
                             created.add(c.cid)
                     else:
-                        cap_cid = self._cap_class.get(spec[3])
-                        c = (
-                            classes[cap_cid]
-                            if cap_cid is not None
-                            else self._new_class(0, spec[3], spec[3])
-                        )
+                        c = self._cap_class_for(spec[3])
                     self._join(slot, c, spec[4])
                     joined.append(slot)
         if ok:
@@ -1254,12 +1251,7 @@ class ClassLayer(FlowState):
             assert spec is not None
             remaining = self._leave(i) if self._cls[i] >= 0 else spec[4]
             if capped:
-                cap_cid = self._cap_class.get(spec[3])
-                c = (
-                    self._classes[cap_cid]
-                    if cap_cid is not None
-                    else self._new_class(0, spec[3], spec[3])
-                )
+                c = self._cap_class_for(spec[3])
             else:
                 cid = self._con_class[b]
                 c = (
