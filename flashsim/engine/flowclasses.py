@@ -300,12 +300,13 @@ class ClassLayer(FlowState):
         memo = self._rate_memo
         if memo is not None:
             rate = memo.get(g)
-            if rate is None:
-                classes = self._classes
-                rate = memo[g] = sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
-            return rate
+            if rate is not None:
+                return rate
         classes = self._classes
-        return sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
+        rate = sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
+        if memo is not None:
+            memo[g] = rate
+        return rate
 
     @contextmanager
     def _levels_fixed(self) -> Iterator[None]:
