@@ -69,8 +69,13 @@ def emit(
     it once met regresses (the closing note of that issue reports the figure).
     """
     met = None if target is None else (value >= target if higher_is_better else value <= target)
-    line: dict[str, Any] = {"name": name, "value": value, "unit": unit, "target": target}
-    line["met"] = met
+    line: dict[str, Any] = {
+        "name": name,
+        "value": value,
+        "unit": unit,
+        "target": target,
+        "met": met,
+    }
     if open_issue is not None:
         line["open_issue"] = open_issue
     print(json.dumps(line))

@@ -756,17 +756,15 @@ def _run_auto(
     """Run points here, one at a time, until a local cluster would finish the rest sooner."""
     failures: list[PointFailure] = []
     times: list[float] = []
-    rest = list(todo)
-    while rest:
-        if dask_pays(times, len(rest), workers, DASK_STARTUP_S):
+    for done, point in enumerate(todo):
+        if dask_pays(times, len(todo) - done, workers, DASK_STARTUP_S):
             ran.append("dask")
             return failures + _run_on_dask(
-                scenario, overrides, rest, store, guard, bar, workers, None
+                scenario, overrides, todo[done:], store, guard, bar, workers, None
             )
         started = time.perf_counter()
-        failures += _run_in_process(scenario, overrides, rest[:1], store, guard, bar)
+        failures += _run_in_process(scenario, overrides, [point], store, guard, bar)
         times.append(time.perf_counter() - started)
-        rest = rest[1:]
     return failures
 
 

@@ -300,12 +300,13 @@ class ClassLayer(FlowState):
         memo = self._rate_memo
         if memo is not None:
             rate = memo.get(g)
-            if rate is None:
-                classes = self._classes
-                rate = memo[g] = sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
-            return rate
+            if rate is not None:
+                return rate
         classes = self._classes
-        return sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
+        rate = sum(classes[c].mu * classes[c].segw[g] for c in self._seg_cls[g])
+        if memo is not None:
+            memo[g] = rate
+        return rate
 
     @contextmanager
     def _levels_fixed(self) -> Iterator[None]:
@@ -534,8 +535,8 @@ class ClassLayer(FlowState):
         load = np.array([con_fixed[k] for k in used.tolist()])
         busy = np.flatnonzero((self._con_ncls[used] > 0) | (self._con_nsegs[used] > 0))
         if busy.size:
-            rates: dict[int, float] = {}
-            load[busy] = [self._load_cached(k, rates) for k in used[busy].tolist()]
+            with self._levels_fixed():  # each segment's rate summed once
+                load[busy] = [self._load(k) for k in used[busy].tolist()]
         residual = np.maximum(self._con_cap[used] - load, 0.0)
         level = self._solve_factored(f, residual, arr, used)
         n = self._n_cons
@@ -601,18 +602,6 @@ class ClassLayer(FlowState):
                     best, best_score = k, score
         return best
 
-    def _load_cached(self, k: int, rates: dict[int, float]) -> float:
-        """:meth:`_load` of ``k``, each segment's rate summed once into ``rates``."""
-        classes = self._classes
-        load = self._con_fixed[k]
-        load += sum(classes[c].mu * classes[c].w[k] for c in self._con_movers[k])
-        for g in self._con_segs[k]:
-            rate = rates.get(g)
-            if rate is None:
-                rate = rates[g] = self._seg_rate(g)
-            load += self._seg_coef_of[g][k] * rate
-        return float(load)
-
     def _solo(self, cons: IntArray) -> BoolArray:
         """Which of ``cons`` only one segment in use loads (no class crosses them directly)."""
         solo: BoolArray = (self._con_nsegs[cons] == 1) & (self._con_ncls[cons] == 0)
@@ -646,6 +635,13 @@ class ClassLayer(FlowState):
         c.set_level(mu, self.env.now)
         self._unsynced.add(c.cid)
         self._mark_dirty(c)
+
+    def _cap_class_for(self, level_cap: float) -> FlowClass:
+        """The cap class of level ``level_cap``, made when there is none."""
+        cap_cid = self._cap_class.get(level_cap)
+        if cap_cid is not None:
+            return self._classes[cap_cid]
+        return self._new_class(0, level_cap, level_cap)
 
     def _new_class(self, con: int, cap_level: float, mu: float) -> FlowClass:
         cid = self._next_cid
@@ -847,12 +843,7 @@ class ClassLayer(FlowState):
             elif lone is None and len(new) == 1 and self._at_own_cap(spec):
                 # One new flow whose own path's capacities all pass its cap: its cap class,
                 # checked below like any class (a call of a replay at its read-ahead cap).
-                cap_cid = self._cap_class.get(spec[3])
-                c = (
-                    classes[cap_cid]
-                    if cap_cid is not None
-                    else self._new_class(0, spec[3], spec[3])
-                )
+                c = self._cap_class_for(spec[3])
             elif lone is not None:
                 # A new bottleneck forms on a lone flow's own path: its class directly.
                 c = self._new_class(lone[0], np.inf, lone[1])
@@ -878,12 +869,7 @@ class ClassLayer(FlowState):
                             c = self._new_class(k, np.inf, level)
                             created.add(c.cid)
                     else:
-                        cap_cid = self._cap_class.get(spec[3])
-                        c = (
-                            classes[cap_cid]
-                            if cap_cid is not None
-                            else self._new_class(0, spec[3], spec[3])
-                        )
+                        c = self._cap_class_for(spec[3])
                     self._join(slot, c, spec[4])
                     joined.append(slot)
         if ok:
@@ -1266,12 +1252,7 @@ class ClassLayer(FlowState):
             assert spec is not None
             remaining = self._leave(i) if self._cls[i] >= 0 else spec[4]
             if capped:
-                cap_cid = self._cap_class.get(spec[3])
-                c = (
-                    self._classes[cap_cid]
-                    if cap_cid is not None
-                    else self._new_class(0, spec[3], spec[3])
-                )
+                c = self._cap_class_for(spec[3])
             else:
                 cid = self._con_class[b]
                 c = (

@@ -359,10 +359,11 @@ class FlowNetwork(ClassLayer):
         vt = self._class_clocks_now()
         active = np.flatnonzero(self._active)
         cls = self._cls[active]
-        slots = active[cls >= 0]
+        classed = cls >= 0
+        slots = active[classed]
         labels = self._ledger.labels
         out: dict[int | str, float] = {}
-        totals = self._ledger.totals(slots, vt[cls[cls >= 0]], self._priority[slots])
+        totals = self._ledger.totals(slots, vt[cls[classed]], self._priority[slots])
         for key, moved in totals.items():
             name: int | str = key if key > 0 else labels[-key - 1]
             out[name] = out.get(name, 0.0) + moved

@@ -83,8 +83,9 @@ class LimitLedger:
         known: npt.NDArray[np.bool_],
     ) -> None:
         """Settle the flows ``slots`` (those in a class: ``known``) before a rebuild."""
-        moved = priority[known] * (vtime[known] - self.v0[slots[known]])
-        self._add(self.key[slots[known]], moved)
+        settling = slots[known]
+        moved = priority[known] * (vtime[known] - self.v0[settling])
+        _sum_into(self.settled, self.key[settling], moved)
 
     def join_many(self, slots: IntArray, cons: IntArray) -> None:
         """Flows ``slots`` enter new classes (clocks at 0) of bottlenecks ``cons`` (0: cap)."""
@@ -97,9 +98,6 @@ class LimitLedger:
         out = dict(self.settled)
         _sum_into(out, self.key[slots], priority * (vtime - self.v0[slots]))
         return out
-
-    def _add(self, keys: IntArray, moved: FloatArray) -> None:
-        _sum_into(self.settled, keys, moved)
 
 
 def _sum_into(out: dict[int, float], keys: IntArray, moved: FloatArray) -> None:

@@ -41,6 +41,7 @@ import numpy as np
 
 from flashsim.engine.flows import Resource
 from flashsim.engine.maxmin import FloatArray
+from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.bottlenecks import (
     BOTTLENECK_UTILIZATION,
@@ -85,6 +86,11 @@ def _merge_key(limit: IntervalLimit) -> tuple[str, str, bool]:
     saturated = limit.utilization is not None and limit.utilization >= BOTTLENECK_UTILIZATION
     kind = "offered load" if limit.kind == "idle" else limit.kind
     return limit.label, kind, saturated
+
+
+def _kind_of(element: Resource | FifoQueue) -> str:
+    """A resource's or queue's kind: the one it was given, else inferred from its name."""
+    return element.kind or infer_kind(element.name)
 
 
 def _cap_kind(label: str) -> str:
@@ -218,7 +224,7 @@ class LimitRecorder:
             res = owner.get(key)
             if res is None:
                 continue
-            kind = res.kind or infer_kind(res.name)
+            kind = _kind_of(res)
             groups[f"res:{kind}"] = groups.get(f"res:{kind}", 0.0) + moved
             row = row_of[id(res)]
             by_row = members.setdefault(kind, {})
@@ -227,8 +233,7 @@ class LimitRecorder:
         hot = np.flatnonzero(flow_util >= BOTTLENECK_UTILIZATION).tolist()
         hot_kinds: dict[str, list[int]] = {}
         for r in hot:
-            res = resources[r]
-            hot_kinds.setdefault(res.kind or infer_kind(res.name), []).append(r)
+            hot_kinds.setdefault(_kind_of(resources[r]), []).append(r)
         if hot_kinds and total > 0.0:
             # A saturated resource limits the interval, before any cap (a cap that ties
             # with it is the resource's rate too); of several kinds, the one most bytes
@@ -292,12 +297,11 @@ class LimitRecorder:
             order = np.argsort(-util, kind="stable")
             best = int(order[0])
             if util[best] >= BOTTLENECK_UTILIZATION:
-                kind = queues[best].kind or infer_kind(queues[best].name)
+                kind = _kind_of(queues[best])
                 of_kind = [
                     i
                     for i in order.tolist()
-                    if util[i] >= BOTTLENECK_UTILIZATION
-                    and (queues[i].kind or infer_kind(queues[i].name)) == kind
+                    if util[i] >= BOTTLENECK_UTILIZATION and _kind_of(queues[i]) == kind
                 ]
                 limiter = queues[best].name if len(of_kind) == 1 else f"{kind} \u00d7{len(of_kind)}"
                 mean = sum(float(util[i]) for i in of_kind) / len(of_kind)
