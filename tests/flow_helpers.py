@@ -1,9 +1,11 @@
-"""Test helpers for the flow engine: the rates a from-scratch max-min solve gives."""
+"""Test helpers for the flow engine: the rates a from-scratch max-min solve gives, and a
+network that repairs every new bottleneck (the reference the class paths are checked against)."""
 
 from __future__ import annotations
 
 import numpy as np
 
+from flashsim.engine.flowclasses import FlowSpec
 from flashsim.engine.flows import FlowNetwork
 from flashsim.engine.maxmin import solve_maxmin
 
@@ -23,3 +25,20 @@ def full_solution(net: FlowNetwork) -> np.ndarray:
         snap["priorities"],
     )
     return np.asarray(level * snap["priorities"])
+
+
+def matches_full_solve(net: FlowNetwork) -> bool:
+    """Whether the network's rates now equal a from-scratch solve (rtol 1e-9); True when idle."""
+    if not net.active_flows:
+        return True
+    return bool(np.allclose(net.snapshot()["rates_Bps"], full_solution(net), rtol=1e-9))
+
+
+class RepairOnly(FlowNetwork):
+    """The flow network without the class paths for new bottlenecks: they are repaired."""
+
+    def _lone_bottleneck(self, spec: FlowSpec) -> tuple[int, float] | None:
+        return None
+
+    def _new_bottlenecks(self, slots: list[int]) -> list[tuple[int, int, float]] | None:
+        return None

@@ -16,11 +16,10 @@ from typing import Any, cast
 import numpy as np
 import pytest
 import simpy
-from flow_helpers import full_solution
+from flow_helpers import RepairOnly, matches_full_solve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flashsim.engine.flowclasses import FlowSpec
 from flashsim.engine.flows import Flow, FlowNetwork, Resource, Segment
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model
@@ -29,22 +28,6 @@ from flashsim.workloads.trace import JobTrace, OpTable, TraceFile, records_frame
 
 ROOT = Path(__file__).resolve().parent.parent
 PERLMUTTER = ROOT / "models" / "systems" / "perlmutter.toml"
-
-
-class RepairOnly(FlowNetwork):
-    """The flow network without the lone-flow class path: every new bottleneck is repaired."""
-
-    def _lone_bottleneck(self, spec: FlowSpec) -> tuple[int, float] | None:
-        return None
-
-    def _new_bottlenecks(self, slots: list[int]) -> list[tuple[int, int, float]] | None:
-        return None
-
-
-def _exact(net: FlowNetwork) -> bool:
-    if not net.active_flows:
-        return True
-    return bool(np.allclose(net.snapshot()["rates_Bps"], full_solution(net), rtol=1e-9))
 
 
 def test_a_lone_flow_on_its_own_path_costs_no_repair() -> None:
@@ -60,7 +43,7 @@ def test_a_lone_flow_on_its_own_path_costs_no_repair() -> None:
     again = net.start_flow(60.0, [(link, 1.0), (nic, 1.0)], priority=2.0)
     assert net.rates_Bps([again]) == pytest.approx([30.0])
     assert net.stats["repairs"] == 0 and net.stats["full_solves"] == 0
-    assert _exact(net)
+    assert matches_full_solve(net)
 
 
 def test_a_lone_flow_on_a_segment_takes_the_segments_tightest_constraint() -> None:
@@ -73,13 +56,13 @@ def test_a_lone_flow_on_a_segment_takes_the_segments_tightest_constraint() -> No
     flow = net.start_flow(1e6, [(nic, 1.0), (stripes, 1.0)])
     assert net.rates_Bps([flow]) == pytest.approx([8.0])
     assert net.stats["repairs"] == 0
-    assert _exact(net)
+    assert matches_full_solve(net)
     # a capacity change inside the segment: the next lone flow sees it
     net.cancel_flow(flow)
     net.set_capacity(drives[2], capacity_Bps=16.0)
     flow = net.start_flow(1e6, [(nic, 1.0), (stripes, 1.0)])
     assert net.rates_Bps([flow]) == pytest.approx([32.0])
-    assert _exact(net)
+    assert matches_full_solve(net)
 
 
 def test_a_flow_sharing_a_constraint_is_not_alone() -> None:
@@ -91,7 +74,7 @@ def test_a_flow_sharing_a_constraint_is_not_alone() -> None:
     net.solve_now()
     second = net.start_flow(1e6, [(other, 1.0), (link, 1.0)])
     assert net.rates_Bps([first, second]) == pytest.approx([25.0, 5.0])
-    assert _exact(net)
+    assert matches_full_solve(net)
 
 
 @pytest.mark.parametrize(
@@ -175,7 +158,7 @@ def _run(net: FlowNetwork, script: dict[str, Any]) -> tuple[list[float], dict[An
     exact = [True]
 
     def check() -> None:
-        exact[0] = exact[0] and _exact(net)
+        exact[0] = exact[0] and matches_full_solve(net)
 
     def starter() -> Any:
         for gap, size, own, uses, cap, prio in script["flows"]:

@@ -20,32 +20,15 @@ from typing import Any
 import numpy as np
 import pytest
 import simpy
-from flow_helpers import full_solution
+from flow_helpers import RepairOnly, matches_full_solve
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flashsim.engine.flowclasses import FlowSpec
 from flashsim.engine.flows import Flow, FlowNetwork, Resource, Segment
 from flashsim.scenario import run_loaded, scenario_from_data
 
 ROOT = Path(__file__).resolve().parent.parent
 PERLMUTTER = ROOT / "models" / "systems" / "perlmutter.toml"
-
-
-class RepairOnly(FlowNetwork):
-    """The flow network without the class paths for new bottlenecks: they are repaired."""
-
-    def _lone_bottleneck(self, spec: FlowSpec) -> tuple[int, float] | None:
-        return None
-
-    def _new_bottlenecks(self, slots: list[int]) -> list[tuple[int, int, float]] | None:
-        return None
-
-
-def _exact(net: FlowNetwork) -> bool:
-    if not net.active_flows:
-        return True
-    return bool(np.allclose(net.snapshot()["rates_Bps"], full_solution(net), rtol=1e-9))
 
 
 def _drain_case(net: FlowNetwork) -> tuple[list[Flow], list[Flow]]:
@@ -79,7 +62,7 @@ def test_flows_starting_together_on_a_free_drive_behind_busy_nics_take_no_repair
     first, later = _drain_case(net)
     net.env.run(1.0 + 1e-9)
     assert net.rates_Bps(first + later) == pytest.approx([6.0, 8.0, 15.0, 15.0])
-    assert _exact(net)
+    assert matches_full_solve(net)
     assert net.stats["repairs"] == 0 and net.stats["full_solves"] == 0
     ref = RepairOnly(simpy.Environment())
     ref_first, ref_later = _drain_case(ref)
@@ -111,7 +94,7 @@ def test_a_new_bottleneck_below_a_class_crossing_it_is_repaired() -> None:
     new = net.start_flow(1e6, [(link, 1.0), (nic, 1.0)])
     assert net.rates_Bps([old, new]) == pytest.approx([6.0, 6.0])
     assert net.stats["repairs"] == 1
-    assert _exact(net)
+    assert matches_full_solve(net)
 
 
 # ................................................ property: same as the repair path
@@ -164,7 +147,7 @@ def _run(net: FlowNetwork, script: dict[str, Any]) -> tuple[list[float], float, 
     exact = [True]
 
     def check() -> None:
-        exact[0] = exact[0] and _exact(net)
+        exact[0] = exact[0] and matches_full_solve(net)
 
     def starter() -> Any:
         for gap, size, own, uses, cap, prio in script["flows"]:
