@@ -62,8 +62,8 @@ def random_reads(
         OSTs the file is striped over (OSTs ``0 .. stripes-1``, 1 MiB stripes).
     think_s : float
         Mean of the exponential computation between a rank's calls, seconds
-        (each call lasts 1 ms and the next starts 2 ms after it ends, past the replay's
-        merge gap, so every call is its own flow).
+        (a call's record lasts 1 ms and the next starts this plus 2 ms after it ends,
+        past the replay's merge gap, so every call is its own flow).
     sequential : bool
         Each rank reads on from where its previous call ended (at a random
         start), instead of at random offsets: the client then reads ahead.
