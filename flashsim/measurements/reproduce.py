@@ -1,0 +1,308 @@
+"""A measurement's conditions as a scenario on a system model: run it and compare.
+
+:func:`plan` turns one :class:`~flashsim.measurements.record.Measurement` into a
+:class:`Plan` (the phases of a scenario, which phase's which field gives the
+simulated value, and the factor to the measurement's unit) or a :class:`Skip`
+naming what the model cannot reproduce.  :func:`evaluate` runs the plans on a
+model (with overrides, which is how :mod:`flashsim.measurements.calibrate` moves
+parameters), each distinct plan once, and returns one
+:class:`~flashsim.measurements.outcome.Outcome` per measurement.
+
+Each plan runs as its own scenario on a fresh system: one measurement's
+conditions never leak into another's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from flashsim.config import ConfigError
+from flashsim.measurements.outcome import Outcome, outcome_of, skipped
+from flashsim.measurements.record import Measurement
+from flashsim.scenario import run_loaded, scenario_from_data
+
+#: Relative tolerance of a measurement that names none and gets no ``--tolerance``.
+DEFAULT_TOLERANCE = 0.10
+
+#: Phase-result field and factor to SI per quantity (bandwidth_GBps is 1e9 B/s).
+FIELDS: Mapping[str, tuple[str, float]] = {
+    "bandwidth": ("bandwidth_GBps", 1e9),
+    "iops": ("iops", 1.0),
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How to reproduce one measurement.
+
+    Attributes
+    ----------
+    phases : tuple of dict
+        The scenario's ``[[phases]]`` tables (TOML-like: unit strings or SI
+        numbers), run in order on one fresh system.
+    phase : str
+        Name of the phase whose result is the simulated value.
+    field : str
+        Dotted field of that phase's result (``bandwidth_GBps``, ``iops``,
+        ``extra.<name>``).
+    scale : float
+        Factor from the field to the measurement's unit.
+    fidelity : str
+        The scenario's default fidelity.
+    """
+
+    phases: tuple[dict[str, Any], ...]
+    phase: str
+    field: str
+    scale: float
+    fidelity: str = "flow"
+
+    def key(self) -> str:
+        """A canonical text of the plan's scenario (equal plans run once)."""
+        return json.dumps([self.phases, self.fidelity], sort_keys=True, default=str)
+
+
+@dataclass(frozen=True)
+class Skip:
+    """A measurement the model cannot reproduce, and why."""
+
+    reason: str
+
+
+def as_bytes(value_B: float | None) -> str:
+    """An SI byte count as the unit string a scenario file takes (``None``: a caller bug)."""
+    assert value_B is not None, "a planner used a condition it did not check"
+    return f"{value_B!r} B"
+
+
+def as_seconds(value_s: float) -> str:
+    """An SI time as the unit string a scenario file takes."""
+    return f"{value_s!r} s"
+
+
+def _need(m: Measurement, *names: str) -> Skip | None:
+    missing = [n for n in names if getattr(m.conditions, n) is None]
+    if missing:
+        return Skip(f"the output does not record {', '.join(missing)} (add a sidecar file)")
+    return None
+
+
+def _field(m: Measurement) -> tuple[str, float] | Skip:
+    if m.quantity not in FIELDS:
+        return Skip(
+            f"the model does not reproduce {m.quantity!r} measurements of {m.conditions.tool}"
+        )
+    if m.unit not in ("B/s", "1/s"):
+        return Skip(f"unit {m.unit!r} is not the SI unit of {m.quantity}")
+    field, to_si = FIELDS[m.quantity]
+    return field, to_si
+
+
+def plan_obdfilter(m: Measurement) -> Plan | Skip:
+    """obdfilter-survey on one OST: the Lustre ``obdfilter-survey`` phase."""
+    missing = _need(m, "operation", "threads", "objects", "transfer_size_B")
+    if missing:
+        return missing
+    field = _field(m)
+    if isinstance(field, Skip):
+        return field
+    c = m.conditions
+    phase: dict[str, Any] = {
+        "name": "measured",
+        "workload": "obdfilter-survey",
+        "operation": c.operation,
+        "ost": c.target or 0,
+        "threads": c.threads,
+        "objects": c.objects,
+        "record_size": as_bytes(c.transfer_size_B),
+    }
+    if c.size_B is not None:
+        phase["size"] = as_bytes(c.size_B)
+    return Plan((phase,), "measured", field[0], field[1])
+
+
+def plan_lnet(m: Measurement) -> Plan | Skip:
+    """LNet Self-Test into or out of one OSS: the Lustre ``lnet-selftest`` phase."""
+    missing = _need(m, "operation", "sources", "concurrency", "transfer_size_B")
+    if missing:
+        return missing
+    field = _field(m)
+    if isinstance(field, Skip):
+        return field
+    c = m.conditions
+    phase: dict[str, Any] = {
+        "name": "measured",
+        "workload": "lnet-selftest",
+        "operation": c.operation,
+        "sink": c.target or 0,
+        "sources": c.sources,
+        "concurrency": c.concurrency,
+        "size": as_bytes(c.transfer_size_B),
+        "cross_group": bool(c.extra.get("cross_group", False)),
+    }
+    if c.duration_s:
+        phase["duration"] = as_seconds(c.duration_s)
+    return Plan((phase,), "measured", field[0], field[1])
+
+
+def plan_ior(m: Measurement) -> Plan | Skip:
+    """An IOR test: an ``ior`` phase (a read is preceded by the write of its files)."""
+    missing = _need(m, "operation", "tasks", "nodes", "transfer_size_B", "block_size_B")
+    if missing:
+        return missing
+    field = _field(m)
+    if isinstance(field, Skip):
+        return field
+    c = m.conditions
+    assert c.tasks is not None and c.nodes is not None
+    if c.tasks % c.nodes:
+        return Skip(f"{c.tasks} tasks do not spread evenly over {c.nodes} nodes")
+    small_random = c.access == "random" and (c.transfer_size_B or 0) <= 64 * 1024
+    layout = {
+        k: v
+        for k, v in (
+            ("stripe_count", c.stripe_count),
+            ("stripe_size", None if c.stripe_size_B is None else as_bytes(c.stripe_size_B)),
+            ("first_target", c.first_target),
+        )
+        if v is not None
+    }
+    common: dict[str, Any] = {
+        "workload": "ior",
+        "nodes": c.nodes,
+        "ranks_per_node": c.tasks // c.nodes,
+        "file_per_process": bool(c.file_per_process),
+        "block_size": as_bytes(c.block_size_B),
+        "segments": c.segments or 1,
+        "layout": layout,
+    }
+    measured: dict[str, Any] = {
+        **common,
+        "name": "measured",
+        "operation": c.operation,
+        "access": c.access or "sequential",
+        "transfer_size": as_bytes(c.transfer_size_B),
+        "fsync": bool(c.fsync),
+        "direct_io": bool(c.direct),
+    }
+    if c.stonewall_s:
+        measured["stonewall"] = as_seconds(c.stonewall_s)
+    if small_random:
+        measured.update(fidelity="request", target_rel_halfwidth=0.005)
+    phases: list[dict[str, Any]] = []
+    if c.operation == "read":
+        phases.append(
+            {
+                **common,
+                "name": "dataset",
+                "operation": "write",
+                "transfer_size": as_bytes(c.block_size_B),
+                "fsync": True,
+                "dataset": "measured-files",
+            }
+        )
+        measured.update(dataset="measured-files", drop_caches=True)
+    phases.append(measured)
+    return Plan(tuple(phases), "measured", field[0], field[1])
+
+
+#: Tool -> planner.  Tools without an entry are skipped with the reason.
+PLANNERS: Mapping[str, Callable[[Measurement], Plan | Skip]] = {
+    "obdfilter-survey": plan_obdfilter,
+    "lnet-selftest": plan_lnet,
+    "ior": plan_ior,
+}
+
+
+def plan(m: Measurement) -> Plan | Skip:
+    """How to reproduce ``m`` on a model, or why it cannot be."""
+    planner = PLANNERS.get(m.conditions.tool)
+    if planner is None:
+        return Skip(f"no reproduction of {m.conditions.tool} measurements")
+    return planner(m)
+
+
+def _value(result: Any, phase: str, field: str) -> float:
+    for p in result.phases:
+        if p.name == phase:
+            node: Any = p.to_dict()
+            for part in field.split("."):
+                node = node.get(part) if isinstance(node, dict) else None
+            return math.nan if node is None else float(node)
+    return math.nan
+
+
+def evaluate(
+    measurements: Sequence[Measurement],
+    system: Path,
+    overrides: Mapping[str, object] | None = None,
+    tolerance: float | None = None,
+    seed: int = 1,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Reproduce each measurement on the model and compare.
+
+    Parameters
+    ----------
+    measurements : sequence of Measurement
+        What to reproduce.
+    system : Path
+        The model file.
+    overrides : mapping of str to object, optional
+        Model keys to change (dotted, as in a scenario's ``system_set``; SI
+        numbers or unit strings).
+    tolerance : float, optional
+        Relative tolerance for every measurement (else its own, else
+        :data:`DEFAULT_TOLERANCE`).
+    seed : int
+        Seed of every scenario.
+    on_outcome : callable, optional
+        Called with each outcome as it is known.
+
+    Returns
+    -------
+    list of Outcome
+        In the order of ``measurements``; a measurement whose plan the model
+        refuses (an unknown workload for its kind, an OST index beyond the
+        model) is skipped with the model's message as the reason.
+    """
+    anchor = system.resolve().parent / "(check)"
+    cache: dict[str, float | Skip] = {}
+    out: list[Outcome] = []
+    for m in measurements:
+        tol = tolerance if tolerance is not None else (m.tolerance or DEFAULT_TOLERANCE)
+        p = plan(m)
+        if isinstance(p, Plan):
+            key = p.key()
+            if key not in cache:
+                data = {
+                    "name": f"check-{m.id}",
+                    "system": str(system.resolve()),
+                    "seed": seed,
+                    "fidelity": p.fidelity,
+                    "system_set": dict(overrides or {}),
+                    "phases": [dict(ph) for ph in p.phases],
+                }
+                try:
+                    loaded = scenario_from_data(data, anchor)
+                except ConfigError as exc:
+                    cache[key] = Skip(f"the model cannot run it: {exc.expected} ({exc.key})")
+                else:
+                    cache[key] = _value(run_loaded(loaded), p.phase, p.field)
+            value = cache[key]
+            outcome = (
+                skipped(m, value.reason, tol)
+                if isinstance(value, Skip)
+                else outcome_of(m, value * p.scale, tol)
+            )
+        else:
+            outcome = skipped(m, p.reason, tol)
+        out.append(outcome)
+        if on_outcome is not None:
+            on_outcome(outcome)
+    return out
