@@ -12,7 +12,7 @@ import copy
 import re
 import stat
 import tomllib
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin, overload
 
@@ -524,3 +524,50 @@ def _list_index(items: list[Any], part: str) -> int | None:
         if isinstance(item, dict) and item.get("name") == part:
             return i
     return None
+
+
+# --------------------------------------------------------------- calibration
+def calibratable(
+    low: float,
+    high: float,
+    unit: str,
+    tools: Sequence[str],
+    measured_by: str,
+    row: str,
+    where: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The ``json_schema_extra`` that declares a field calibratable (``flashsim calibrate``).
+
+    Parameters
+    ----------
+    low, high : float
+        Bounds of a fit, in the field's SI unit (``unit``); both > 0 (fits run
+        in log space).
+    unit : str
+        SI unit of the field (``"s"``, ``"B/s"``, ``""`` for a ratio).
+    tools : sequence of str
+        Tools (:attr:`flashsim.measurements.record.Conditions.tool`) whose
+        measurements inform the field; empty when no reader's measurement does
+        (the field is fitted another way, named in ``measured_by``).
+    measured_by : str
+        The measurement that constrains it, as a user would give it ("an IOR
+        random-read IOPS measurement").
+    row : str
+        The docs/calibration.md section whose table lists the field.
+    where : sequence of str
+        Dotted paths of the tables in which the field is calibrated (a shared
+        sub-schema such as a NIC is calibrated on the OSS, not on clients);
+        empty: wherever the schema is used.
+    """
+    assert 0.0 < low < high, "calibratable bounds must be positive and ordered"
+    return {
+        "calibratable": {
+            "low": low,
+            "high": high,
+            "unit": unit,
+            "tools": list(tools),
+            "measured_by": measured_by,
+            "row": row,
+            "where": list(where),
+        }
+    }

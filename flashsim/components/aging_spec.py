@@ -6,9 +6,14 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from flashsim.config import StrictModel
+from flashsim.config import StrictModel, calibratable
 
 GcPolicy = Literal["greedy", "cost-benefit"]
+
+#: What constrains the calibratable aging parameters (``flashsim calibrate`` names it).
+AGING_RUNS = (
+    "aging runs (seed 000 Fig. 8) fitted with tools/calibrate_aging.py, which no reader reproduces"
+)
 
 
 class AgingSpec(StrictModel):
@@ -50,13 +55,31 @@ class AgingSpec(StrictModel):
         description=(
             "How widely allocations spread over the drive's logical space "
             "(1 = uniform random overwrite)."
-        )
+        ),
+        json_schema_extra=calibratable(
+            1.0,
+            100.0,
+            "",
+            [],
+            AGING_RUNS,
+            "Aging and the fleet",
+            where=["oss.aging"],
+        ),
     )
     cold_fraction: Annotated[float, Field(ge=0.0, lt=1.0)] = Field(
         0.0,
         description=(
             "Fraction of the drives' written space holding cold data that writes and "
             "deletes never touch."
+        ),
+        json_schema_extra=calibratable(
+            0.01,
+            0.9,
+            "",
+            [],
+            AGING_RUNS,
+            "Aging and the fleet",
+            where=["oss.aging"],
         ),
     )
     allocation: Literal["uniform", "high-water"] = Field(

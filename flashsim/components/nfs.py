@@ -35,7 +35,14 @@ from typing import Annotated
 from pydantic import Field
 
 from flashsim.components.nic import Direction, NicSpec
-from flashsim.config import Bandwidth, Bytes, NonNegativeSeconds, StrictModel, UnitFraction
+from flashsim.config import (
+    Bandwidth,
+    Bytes,
+    NonNegativeSeconds,
+    StrictModel,
+    UnitFraction,
+    calibratable,
+)
 
 
 class NfsMountSpec(StrictModel):
@@ -69,7 +76,17 @@ class NfsMountSpec(StrictModel):
     dirty_background_ratio: UnitFraction = 0.10
     dirty_ratio: UnitFraction = 0.20
     readahead_rpcs: Annotated[int, Field(ge=1)] = 15
-    copy_bandwidth: Bandwidth
+    copy_bandwidth: Bandwidth = Field(
+        json_schema_extra=calibratable(
+            1e8,
+            1e11,
+            "B/s",
+            ["ior", "fio"],
+            "one process's buffered read bandwidth from the page cache",
+            "VAST test system",
+            where=["client.mount"],
+        ),
+    )
     syscall_overhead: NonNegativeSeconds = "0 s"
 
 

@@ -15,7 +15,13 @@ import simpy
 from pydantic import Field
 
 from flashsim.components.pcie import PcieLink
-from flashsim.config import Bandwidth, NonNegativeSeconds, StrictModel, UnitFraction
+from flashsim.config import (
+    Bandwidth,
+    NonNegativeSeconds,
+    StrictModel,
+    UnitFraction,
+    calibratable,
+)
 from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
@@ -42,8 +48,30 @@ class NicSpec(StrictModel):
 
     ports: Annotated[int, Field(ge=1)]
     port_bandwidth: Bandwidth
-    ingress_efficiency: UnitFraction = 1.0
-    egress_efficiency: UnitFraction = 1.0
+    ingress_efficiency: UnitFraction = Field(
+        1.0,
+        json_schema_extra=calibratable(
+            0.3,
+            1.0,
+            "",
+            ["lnet-selftest"],
+            "an LNet Self-Test write (into the OSS) measurement",
+            "Perlmutter scratch",
+            where=["oss.nic"],
+        ),
+    )
+    egress_efficiency: UnitFraction = Field(
+        1.0,
+        json_schema_extra=calibratable(
+            0.3,
+            1.0,
+            "",
+            ["lnet-selftest"],
+            "an LNet Self-Test read (out of the OSS) measurement",
+            "Perlmutter scratch",
+            where=["oss.nic"],
+        ),
+    )
     latency: NonNegativeSeconds = "0 s"
     pcie: PcieLink | None = None
 

@@ -70,7 +70,7 @@ from flashsim.components.rebuild import (
     RebuildPolicy,
     rebuild_traffic,
 )
-from flashsim.config import Bytes, StrictModel, UnitFraction
+from flashsim.config import Bytes, StrictModel, UnitFraction, calibratable
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 
@@ -130,8 +130,28 @@ class TierSpec(StrictModel):
     ec_parity: Annotated[int, Field(ge=0)] = 4
     placement: Literal["rotate", "packed"] = "rotate"
     min_compressed_fraction: Annotated[float, Field(gt=0.0, le=1.0)] = 0.05
-    scm_write_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
-    scm_read_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = 1.0
+    scm_write_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        1.0,
+        json_schema_extra=calibratable(
+            0.01,
+            1.0,
+            "",
+            ["ior"],
+            "an IOR sequential write bandwidth measurement (with fsync)",
+            "VAST test system",
+        ),
+    )
+    scm_read_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
+        1.0,
+        json_schema_extra=calibratable(
+            0.01,
+            1.0,
+            "",
+            ["ior"],
+            "an IOR sequential read bandwidth measurement of fresh data",
+            "VAST test system",
+        ),
+    )
     read_chunk: Bytes = "32 KiB"
     rebuild: RebuildPolicy = Field(
         default_factory=lambda: RebuildPolicy.model_validate({}),

@@ -30,7 +30,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from flashsim.config import StrictModel
+from flashsim.config import StrictModel, calibratable
 from flashsim.engine.simulation import Simulation
 
 
@@ -145,7 +145,16 @@ class SlowTailSpread(_Clip):
 
     shape: Literal["slow-tail"] = Field(description="Distribution shape.")
     fraction: Annotated[float, Field(ge=0.0, lt=0.5)] = Field(
-        description="Probability that a component is in the slow population ([0, 0.5))."
+        description="Probability that a component is in the slow population ([0, 0.5)).",
+        json_schema_extra=calibratable(
+            1e-3,
+            0.49,
+            "",
+            [],
+            "a fleet survey's count of slow OSTs (seed 000 Fig. 4), which no reader reproduces",
+            "Aging and the fleet",
+            where=["oss.variability.target_write"],
+        ),
     )
     slow_median: Annotated[float, Field(gt=0.0, lt=1.0)] = Field(
         description="Median factor of the slow population (dimensionless, in (0, 1))."

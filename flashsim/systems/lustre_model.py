@@ -29,6 +29,7 @@ from flashsim.config import (
     NonNegativeSeconds,
     StrictModel,
     UnitFraction,
+    calibratable,
 )
 
 
@@ -112,11 +113,55 @@ class ServerSpec(StrictModel):
         ),
     )
     read_cache: bool = False
-    rpc_cost: NonNegativeSeconds = "0 s"
-    sub_stripe_write_cost: NonNegativeSeconds = "0 s"
+    rpc_cost: NonNegativeSeconds = Field(
+        "0 s",
+        json_schema_extra=calibratable(
+            1e-6,
+            1e-3,
+            "s",
+            ["ior"],
+            "an IOR random 4 KiB read IOPS measurement on one OST",
+            "Perlmutter scratch",
+            where=["oss"],
+        ),
+    )
+    sub_stripe_write_cost: NonNegativeSeconds = Field(
+        "0 s",
+        json_schema_extra=calibratable(
+            1e-6,
+            1e-3,
+            "s",
+            ["ior"],
+            "an IOR random 4 KiB write IOPS measurement (with fsync) on one OST",
+            "Perlmutter scratch",
+            where=["oss"],
+        ),
+    )
     raid_threads: Annotated[int, Field(ge=1)] = 1
-    stack_read_efficiency: UnitFraction = 1.0
-    stack_write_efficiency: UnitFraction = 1.0
+    stack_read_efficiency: UnitFraction = Field(
+        1.0,
+        json_schema_extra=calibratable(
+            0.3,
+            1.0,
+            "",
+            ["obdfilter-survey"],
+            "an obdfilter-survey read measurement",
+            "Perlmutter scratch",
+            where=["oss"],
+        ),
+    )
+    stack_write_efficiency: UnitFraction = Field(
+        1.0,
+        json_schema_extra=calibratable(
+            0.3,
+            1.0,
+            "",
+            ["obdfilter-survey"],
+            "an obdfilter-survey write measurement",
+            "Perlmutter scratch",
+            where=["oss"],
+        ),
+    )
     variability: VariabilitySpec = Field(
         default_factory=lambda: VariabilitySpec.model_validate({}),
         description=(

@@ -27,7 +27,7 @@ from flashsim.components.nic import NicSpec
 from flashsim.components.placement import PlacementSpec
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.tier import TierSpec
-from flashsim.config import Bytes, NonNegativeSeconds, StrictModel
+from flashsim.config import Bytes, NonNegativeSeconds, StrictModel, calibratable
 
 
 class CNodeSpec(StrictModel):
@@ -54,7 +54,16 @@ class CNodeSpec(StrictModel):
     cpu: CpuSpec
     client_nic: NicSpec
     fabric_nic: NicSpec
-    op_latency: NonNegativeSeconds
+    op_latency: NonNegativeSeconds = Field(
+        json_schema_extra=calibratable(
+            1e-6,
+            1e-2,
+            "s",
+            ["ior", "fio"],
+            "a QD1 random 4 KiB read IOPS measurement of a small fresh dataset",
+            "VAST test system",
+        ),
+    )
     metadata: MetadataSpec | None = Field(
         None,
         description=(
@@ -92,7 +101,17 @@ class DNodeSpec(StrictModel):
     qlc_drives: Annotated[int, Field(ge=1)]
     scm_drive: DriveField
     qlc_drive: DriveField
-    qlc_read_overhead: NonNegativeSeconds = "0 s"
+    qlc_read_overhead: NonNegativeSeconds = Field(
+        "0 s",
+        json_schema_extra=calibratable(
+            1e-6,
+            1e-2,
+            "s",
+            ["ior", "fio"],
+            "a random 4 KiB read IOPS measurement of a dataset on QLC",
+            "VAST test system",
+        ),
+    )
 
 
 class TurnoverSpec(StrictModel):
