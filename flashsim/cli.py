@@ -1,4 +1,4 @@
-"""The ``flashsim`` command line: run, replay, validate, describe, sweep.
+"""The ``flashsim`` command line: run, replay, validate, calibrate, describe, sweep.
 
 Every command takes ``--json`` for machines.  A bad file or value prints one
 ``error:`` line naming the file, key, value and what was expected, and exits
@@ -349,6 +349,209 @@ def validate_cmd(as_json: bool, only: str, directory: Path) -> None:
         click.echo(format_table(results) if results else "no validation records")
     if any(not r.passed for r in results):
         sys.exit(1)
+
+
+# ------------------------------------------------------------------ calibrate
+def _tolerance(text: str | None) -> float | None:
+    """``--tolerance`` as a fraction (``0.05`` or ``5%``)."""
+    if text is None:
+        return None
+    try:
+        value = float(text[:-1]) / 100.0 if text.strip().endswith("%") else float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 < value < 1.0:
+        raise ConfigError(
+            "--tolerance", "", text, "expected a relative tolerance in (0, 1), e.g. 0.05 or 5%"
+        )
+    return value
+
+
+def _fitted_table(calibration: Any) -> str:
+    """The fitted parameters as a Markdown table (old, new, bounds, fitted to)."""
+    from flashsim.units import format_quantity
+
+    def shown(value: float, unit: str) -> str:
+        dimension = {"s": "time", "B/s": "bandwidth"}.get(unit)
+        if value != value:  # NaN: no value in the model before
+            return "-"
+        return format_quantity(value, dimension) if dimension else f"{value:.4g}"  # type: ignore[arg-type]
+
+    lines = ["| parameter | old | new | bounds | fitted to |", "|---|---:|---:|---|---|"]
+    for p in calibration.parameters:
+        unit = p.parameter.unit
+        lines.append(
+            f"| {p.key} | {shown(p.old, unit)} | {shown(p.new, unit)} | "
+            f"{shown(p.parameter.low, unit)} .. {shown(p.parameter.high, unit)} | "
+            + "; ".join(f"{m.id} ({m.source})" for m in p.fitted_to)
+            + " |"
+        )
+    return "\n".join(lines)
+
+
+@main.command(name="calibrate")
+@click.argument(
+    "measurements", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--system",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The model file to calibrate (without it, fio output alone writes a drive file).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The new model file: the model with the fitted values, each with a comment naming "
+    "the measurement it was fitted to.",
+)
+@click.option(
+    "--fit",
+    "fit",
+    multiple=True,
+    metavar="KEY",
+    help="Fit only this calibratable key (repeat, or comma-separate); default: every "
+    "calibratable parameter the measurements move (docs/calibration.md).",
+)
+@click.option(
+    "--predict",
+    multiple=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A tool output never fitted, reported as a prediction of the new model (repeatable).",
+)
+@click.option(
+    "--tolerance",
+    default=None,
+    help="Relative tolerance of every measurement in the report (0.05 or 5%; default: "
+    "each measurement's own, else 10%).",
+)
+@click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
+@click.option("--json", "as_json", is_flag=True, help="Print the fit and outcomes as JSON.")
+@_clean_errors
+def calibrate_cmd(
+    measurements: Sequence[Path],
+    system: Path | None,
+    out: Path,
+    fit: Sequence[str],
+    predict: Sequence[Path],
+    tolerance: str | None,
+    force: bool,
+    as_json: bool,
+) -> None:
+    """Fit a model's calibrated parameters to benchmark outputs and write a new model.
+
+    Each measurement a fitted parameter moves is fitted (role calibration);
+    every other one, and every --predict file, is a prediction of the new
+    model.  Exits 1 when the fit cannot reproduce a calibration measurement
+    within its tolerance.
+    """
+    from datetime import UTC, datetime
+
+    from flashsim.measurements.readers import read_measurements
+
+    tol = _tolerance(tolerance)
+    if out.exists() and not force:
+        raise ConfigError(
+            str(out), "", MISSING, "exists: give --force to overwrite it, or another --out"
+        )
+    if not out.resolve().parent.is_dir():
+        raise ConfigError(str(out), "", MISSING, "its directory does not exist")
+    found = read_measurements(measurements)
+    predicted = read_measurements(predict) if predict else []
+    if system is None:
+        _drive_from_fio(found, out)
+        return
+    if not system.is_file():
+        raise ConfigError(str(system), "", MISSING, "model file not found (--system)")
+
+    from flashsim.measurements.calibrate import calibrate, fitted_comment, values_by_key
+    from flashsim.measurements.model_file import write_model
+    from flashsim.measurements.outcome import format_table
+    from flashsim.progress import Progress
+    from flashsim.scenario import load_system_model
+
+    keys = [k.strip() for item in fit for k in item.split(",") if k.strip()]
+    with (
+        Progress(enabled=not as_json) as progress,
+        progress.task("calibrate", unit="run") as runs,
+    ):
+        result = calibrate(
+            found, system, keys or None, predicted, tol, on_run=lambda: runs.advance()
+        )
+    date = datetime.now(UTC).date().isoformat()
+    write_model(
+        system,
+        out,
+        values_by_key(result),
+        {p.key: fitted_comment(p, date) for p in result.parameters},
+    )
+    load_system_model(out)  # the new model loads (its drive paths resolve from --out)
+    outcomes = result.calibration + result.prediction
+    if as_json:
+        click.echo(
+            _dumps(
+                {
+                    "model": str(out),
+                    "parameters": [
+                        {
+                            "key": p.key,
+                            "unit": p.parameter.unit,
+                            "old": None if p.old != p.old else p.old,
+                            "new": p.new,
+                            "low": p.parameter.low,
+                            "high": p.parameter.high,
+                            "fitted_to": [m.id for m in p.fitted_to],
+                        }
+                        for p in result.parameters
+                    ],
+                    "not_fitted": list(result.not_fitted),
+                    "message": result.message,
+                    "runs": result.evaluations,
+                    "outcomes": [o.to_dict() for o in outcomes],
+                }
+            )
+        )
+    else:
+        click.echo(_fitted_table(result))
+        click.echo("")
+        click.echo(format_table(outcomes, reference="measured"))
+        for note in result.not_fitted:
+            click.echo(f"not fitted: {note}")
+        click.echo(f"wrote {out} ({result.message}; {result.evaluations} runs)")
+    if any(o.status != "pass" for o in result.calibration):
+        sys.exit(1)
+
+
+def _drive_from_fio(found: Sequence[Any], out: Path) -> None:
+    """``calibrate`` without ``--system``: a drive file from fio output alone."""
+    tools = sorted({m.conditions.tool for m in found})
+    if tools != ["fio"]:
+        raise ConfigError(
+            "--system",
+            "",
+            MISSING,
+            "expected a model file (--system MODEL.toml) to calibrate; without one only fio "
+            f"output writes a drive file (these are {', '.join(tools)} measurements)",
+        )
+    try:
+        from flashsim.measurements.drive_file import drive_model_from_fio
+    except ImportError:
+        raise ConfigError(
+            "--system",
+            "",
+            MISSING,
+            "this flashsim has no fio drive-file writer yet (flashsim.measurements.drive_file)",
+        ) from None
+    written = drive_model_from_fio(found, out.stem)
+    out.write_text(written if isinstance(written, str) else _toml_text(written), encoding="utf-8")
+    click.echo(f"wrote {out}")
+
+
+def _toml_text(data: Any) -> str:
+    import tomlkit
+
+    return tomlkit.dumps(data)
 
 
 @main.command()
