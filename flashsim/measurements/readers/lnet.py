@@ -33,11 +33,14 @@ moves it into them, their ``[R]``.  The operation comes from the sidecar
 (the bulk data dwarfs the replies), and a sidecar that says otherwise is an
 error naming both.
 
-The sink group is the sidecar's ``[conditions.extra] group``, else the only
-group in the file, else the only group whose name contains ``server``.
-Measurements (per file): ``bandwidth`` (B/s) and ``message_rate`` (1/s), the
-mean over the intervals of that group's per-node ``Avg`` in the test's
-direction.  ``lst add_test --concurrency 8 ... brw read size=1M`` is not in the
+The group read is the sidecar's ``[conditions.extra] group``, else the only
+group in the file, else the only group whose name contains ``server``.  It is
+the sink (``--to``) unless the sidecar says ``role = "source"`` or its name
+contains ``client`` (and not ``server``): a source group sees the mirror image
+(a read test's data arrives as its ``[R]``) and its measurements are scoped
+``"group <name>"``, per source node, not per sink.  Measurements (per file):
+``bandwidth`` (B/s) and ``message_rate`` (1/s), the mean over the intervals of
+that group's per-node ``Avg`` in the test's direction.  ``lst add_test --concurrency 8 ... brw read size=1M`` is not in the
 output: sources, concurrency, transfer size and the sink OSS come from the
 sidecar.
 """
@@ -184,6 +187,12 @@ def read(path: Path) -> list[Measurement]:
     name = _sink(path, groups, extra_side.get("group"))
     group = groups[name]
     bw = group.bandwidth
+    role = extra_side.get("role")
+    if role not in ("sink", "source"):
+        lower = name.lower()
+        role = "source" if "client" in lower and "server" not in lower else "sink"
+    # The direction the bulk data of a read test takes, seen from this group.
+    read_dir = "W" if role == "sink" else "R"
     operation = side.get("operation")
     if operation not in ("read", "write"):
         if not bw["R"] or not bw["W"]:
@@ -192,19 +201,22 @@ def read(path: Path) -> list[Measurement]:
                 "both [R] and [W] bandwidth lines to tell a read from a write test, "
                 "or the operation in the sidecar ([conditions] operation = \"read\")",
             )
-        operation = "read" if _mean(bw["W"]) > _mean(bw["R"]) else "write"
+        other = "R" if read_dir == "W" else "W"
+        operation = "read" if _mean(bw[read_dir]) > _mean(bw[other]) else "write"
     elif bw["R"] and bw["W"]:
-        dominant = "read" if _mean(bw["W"]) > _mean(bw["R"]) else "write"
+        other = "R" if read_dir == "W" else "W"
+        dominant = "read" if _mean(bw[read_dir]) > _mean(bw[other]) else "write"
         if dominant != operation:
             raise ConfigError(
                 str(path.with_name(path.name + ".conditions.toml")),
                 "conditions.operation",
                 operation,
-                f"group {name} of {path} {'sent' if dominant == 'read' else 'received'} most "
-                f"data, which is a {dominant} test (is the sink group right?)",
+                f"group {name} ({role}) of {path} moved most data the way of a {dominant} "
+                "test (is the group or its role right?)",
             )
-    direction = "W" if operation == "read" else "R"
-    extra: dict[str, Scalar] = {"group": name, "direction": direction}
+    direction = read_dir if operation == "read" else ("R" if read_dir == "W" else "W")
+    extra: dict[str, Scalar] = {"group": name, "role": role, "direction": direction}
+    scope = "" if role == "sink" else f"group {name}"
     if failed:
         extra["failed_stats"] = failed
     conditions = Conditions(tool=TOOL, operation=operation, extra=extra)
@@ -214,12 +226,13 @@ def read(path: Path) -> list[Measurement]:
         samples = bw[direction]
         out.append(
             Measurement(
-                id=f"{path.stem}:{name}:{operation}:bandwidth",
+                id=":".join([path.stem, name, *([scope] if scope else []), operation, "bandwidth"]),
                 quantity="bandwidth",
                 value=_mean(samples),
                 unit="B/s",
                 conditions=conditions,
                 source=source,
+                scope=scope,
                 note=(
                     f"mean of {len(samples)} lst stat interval(s) of the per-node Avg "
                     f"[{direction}] of group {name} ({'/'.join(sorted(group.units))})"
@@ -230,12 +243,13 @@ def read(path: Path) -> list[Measurement]:
     if rates:
         out.append(
             Measurement(
-                id=f"{path.stem}:{name}:{operation}:message_rate",
+                id=":".join([path.stem, name, *([scope] if scope else []), operation, "message_rate"]),
                 quantity="message_rate",
                 value=_mean(rates),
                 unit="1/s",
                 conditions=conditions,
                 source=source,
+                scope=scope,
                 note=(
                     f"mean of {len(rates)} interval(s) of the per-node Avg [{direction}] "
                     "'RPC/s', which counts LNet messages (two per bulk RPC)"
