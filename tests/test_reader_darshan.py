@@ -12,13 +12,15 @@ darshan = pytest.importorskip("darshan")
 from flashsim.measurements.readers import detect_tool, read_file  # noqa: E402
 from flashsim.measurements.readers import darshan as reader  # noqa: E402
 from flashsim.measurements.record import MeasurementError  # noqa: E402
-from flashsim.measurements.reproduce import Skip, plan  # noqa: E402
+from flashsim.measurements.reproduce import Plan, Skip, plan  # noqa: E402
+from flashsim.scenario import run_loaded, scenario_from_data  # noqa: E402
 from flashsim.workloads.darshan_log import read_darshan  # noqa: E402
 
 PKG = Path(darshan.__file__).parent
 IOR = PKG / "examples/example_logs/ior_hdf5_example.darshan"  # 4 ranks, one shared file, DXT
 DXT = PKG / "tests/input/sample-dxt-simple.darshan"  # 16 ranks, per-rank files
 VPIC = PKG / "examples/example_logs/example.darshan"  # 2,048 ranks, one shared file
+MODEL = Path(__file__).parents[1] / "models" / "systems" / "cori-scratch.toml"
 BAD = Path(__file__).parent / "data" / "measurements" / "darshan" / "bad"
 
 
@@ -38,7 +40,11 @@ def _rank_times(path: Path) -> tuple[np.ndarray, float]:
 def test_job_rank_and_file_io_time(path: Path) -> None:
     assert detect_tool(path) == "darshan"
     ms = read_file(path)
-    job, *scoped = ms
+    job, cumulative, *scoped = ms
+    assert cumulative.quantity == "io_time_cumulative" and cumulative.scope == ""
+    assert cumulative.value == pytest.approx(
+        np.nansum(read_darshan(path).records["io_time_s"].to_numpy(float))
+    )
     own, share = _rank_times(path)
     assert job.quantity == "io_time" and job.unit == "s" and job.scope == ""
     assert job.value == pytest.approx((own + share).max())
@@ -85,8 +91,35 @@ def test_per_rank_and_per_file_are_bounded(monkeypatch: pytest.MonkeyPatch) -> N
     assert kept == pytest.approx(sorted(own + share)[-3:])
 
 
-def test_io_time_is_not_reproduced_by_a_planner_yet() -> None:
-    assert isinstance(plan(read_file(IOR)[0]), Skip)
+def test_replay_reproduces_the_cumulative_io_time() -> None:
+    job, cumulative, rank0, *_ = read_file(IOR)
+    for m in (job, rank0):
+        skip = plan(m)
+        assert isinstance(skip, Skip) and "io_time_cumulative" in skip.reason
+    p = plan(cumulative)
+    assert isinstance(p, Plan) and p.field == "extra.total.sim_io_time_s"
+    assert p.phases[0]["workload"] == "darshan" and Path(p.phases[0]["log"]) == IOR.resolve()
+    # the replay's recorded total is this very measurement (the 4-rank log replays in < 1 s)
+    data = {
+        "name": "check",
+        "system": str(MODEL),
+        "seed": 1,
+        "fidelity": p.fidelity,
+        "phases": [dict(ph) for ph in p.phases],
+    }
+    result = run_loaded(scenario_from_data(data, MODEL.parent))
+    total = result.phases[0].to_dict()["extra"]["total"]
+    assert total["recorded_io_time_s"] == pytest.approx(cumulative.value)
+    assert total["sim_io_time_s"] >= 0.0
+
+
+def test_sidecar_nodes_set_ranks_per_node(tmp_path: Path) -> None:
+    log = tmp_path / "ior.darshan"
+    log.write_bytes(IOR.read_bytes())
+    (tmp_path / "ior.darshan.conditions.toml").write_text("[conditions]\nnodes = 2\n")
+    cumulative = read_file(log)[1]
+    p = plan(cumulative)
+    assert isinstance(p, Plan) and p.phases[0]["ranks_per_node"] == 2
 
 
 @pytest.mark.parametrize(

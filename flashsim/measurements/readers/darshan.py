@@ -17,7 +17,11 @@ Which "I/O time" (Darshan's ``darshan-parser --perf`` has two estimates):
   slowest rank's time (``*_F_SLOWEST_RANK_TIME``), which the trace reader does
   not keep, so the mean rank's share stands in for it (the note says so);
 * per **file** (scope ``"file <path>"``): the cumulative read + write +
-  metadata time of every record of the file (summed over ranks).
+  metadata time of every record of the file (summed over ranks);
+* ``io_time_cumulative`` (job): the read + write time summed over every record
+  and rank, Darshan's cumulative counters, which is what ``flashsim replay``
+  of the log simulates (``total.sim_io_time_s``) and so what
+  :func:`flashsim.measurements.reproduce.plan_darshan` reproduces.
 
 Only the 64 ranks and 64 files with the largest times are kept (the job's note
 says how many were left out).  Bytes read and written are in ``extra``;
@@ -90,11 +94,17 @@ def read(path: Path) -> list[Measurement]:
         duration_s=None if math.isnan(trace.run_time_s) else trace.run_time_s,
     )
 
-    def measurement(scope: str, value: float, extra: dict[str, Scalar], note: str) -> Measurement:
-        parts = [path.stem, job] + ([scope] if scope else []) + ["io", "io_time"]
+    def measurement(
+        scope: str,
+        value: float,
+        extra: dict[str, Scalar],
+        note: str,
+        quantity: str = "io_time",
+    ) -> Measurement:
+        parts = [path.stem, job] + ([scope] if scope else []) + ["io", quantity]
         return Measurement(
             id=":".join(parts),
-            quantity="io_time",
+            quantity=quantity,
             value=float(value),
             unit="s",
             conditions=replace(base, extra=extra),
@@ -133,7 +143,16 @@ def read(path: Path) -> list[Measurement]:
                 "files": len(trace.files),
             },
             "; ".join(notes),
-        )
+        ),
+        measurement(
+            "",
+            float(np.nan_to_num(rec["io_time_s"].to_numpy(float)).sum()),
+            {"log": str(path.resolve())},
+            "read+write time summed over every POSIX and STDIO record and rank, "
+            "as Darshan counts it (*_F_READ_TIME + *_F_WRITE_TIME): what a replay "
+            "of the log reproduces",
+            quantity="io_time_cumulative",
+        ),
     ]
     for r in keep_ranks:
         out.append(
