@@ -9,8 +9,8 @@ import pytest
 
 darshan = pytest.importorskip("darshan")
 
-from flashsim.measurements.readers import detect_tool, read_file  # noqa: E402
 from flashsim.measurements.readers import darshan as reader  # noqa: E402
+from flashsim.measurements.readers import detect_tool, read_file  # noqa: E402
 from flashsim.measurements.record import MeasurementError  # noqa: E402
 from flashsim.measurements.reproduce import Plan, Skip, plan  # noqa: E402
 from flashsim.scenario import run_loaded, scenario_from_data  # noqa: E402

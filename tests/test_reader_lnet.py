@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from flashsim.config import ConfigError
-from flashsim.measurements.readers import detect_tool, read_file
-from flashsim.measurements.readers import lnet
+from flashsim.measurements.readers import detect_tool, lnet, read_file
 from flashsim.measurements.record import MeasurementError
 from flashsim.measurements.reproduce import Plan, plan
 
@@ -89,7 +88,9 @@ def test_sidecar_contradicting_the_data_is_an_error(tmp_path: Path) -> None:
 
 def test_sidecar_names_the_group(tmp_path: Path) -> None:
     out = tmp_path / "two.txt"
-    out.write_text(_interval("oss1", 4000.0, 1.0, 8000, 8000) + _interval("c", 0.5, 2000.0, 4000, 4000))
+    out.write_text(
+        _interval("oss1", 4000.0, 1.0, 8000, 8000) + _interval("c", 0.5, 2000.0, 4000, 4000)
+    )
     with pytest.raises(MeasurementError, match="one sink group"):
         read_file(out)
     (tmp_path / "two.txt.conditions.toml").write_text('[conditions.extra]\ngroup = "oss1"\n')

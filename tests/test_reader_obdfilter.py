@@ -1,4 +1,4 @@
-"""obdfilter-survey summary reader: the lustre-iokit README's real line, sidecar target, bad files."""
+"""obdfilter-survey reader: the lustre-iokit README's real line, sidecar target, bad files."""
 
 from __future__ import annotations
 
@@ -6,10 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from flashsim.measurements.readers import detect_tool, read_file
 from flashsim.measurements.readers import darshan as darshan_reader
+from flashsim.measurements.readers import detect_tool, obdfilter, read_file
 from flashsim.measurements.readers import lnet as lnet_reader
-from flashsim.measurements.readers import obdfilter
 from flashsim.measurements.record import MeasurementError
 from flashsim.measurements.reproduce import Plan, plan
 

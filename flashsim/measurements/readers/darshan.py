@@ -122,7 +122,11 @@ def read(path: Path) -> list[Measurement]:
     keep_files = sorted(np.argsort(-file_s, kind="stable")[:MAX_SCOPED].tolist())
     notes = [
         f"slowest rank {slowest}: read+write+meta time of its own records"
-        + (", plus the mean rank's share (time / nprocs) of each shared file" if shared.any() else "")
+        + (
+            ", plus the mean rank's share (time / nprocs) of each shared file"
+            if shared.any()
+            else ""
+        )
         + " (POSIX and STDIO)"
     ]
     if unknown:
@@ -130,7 +134,9 @@ def read(path: Path) -> list[Measurement]:
     if len(with_io) > MAX_SCOPED:
         notes.append(f"per-rank times kept for the {MAX_SCOPED} slowest of {len(with_io)} ranks")
     if len(trace.files) > MAX_SCOPED:
-        notes.append(f"per-file times kept for the {MAX_SCOPED} slowest of {len(trace.files)} files")
+        notes.append(
+            f"per-file times kept for the {MAX_SCOPED} slowest of {len(trace.files)} files"
+        )
     out = [
         measurement(
             "",

@@ -40,9 +40,9 @@ contains ``client`` (and not ``server``): a source group sees the mirror image
 (a read test's data arrives as its ``[R]``) and its measurements are scoped
 ``"group <name>"``, per source node, not per sink.  Measurements (per file):
 ``bandwidth`` (B/s) and ``message_rate`` (1/s), the mean over the intervals of
-that group's per-node ``Avg`` in the test's direction.  ``lst add_test --concurrency 8 ... brw read size=1M`` is not in the
-output: sources, concurrency, transfer size and the sink OSS come from the
-sidecar.
+that group's per-node ``Avg`` in the test's direction.  The test itself
+(``lst add_test --concurrency 8 ... brw read size=1M``) is not in the output:
+sources, concurrency, transfer size and the sink OSS come from the sidecar.
 """
 
 from __future__ import annotations
@@ -111,8 +111,12 @@ def _parse(path: Path) -> tuple[dict[str, _Group], int]:
         block = _BLOCK.match(line)
         if block is not None:
             if current is not None and pending == 0:
-                raise error_at(str(path), header_line, lines[header_line - 1].strip(),
-                               "a '[LNet ... of <group>]' block with no [R]/[W] line")
+                raise error_at(
+                    str(path),
+                    header_line,
+                    lines[header_line - 1].strip(),
+                    "a '[LNet ... of <group>]' block with no [R]/[W] line",
+                )
             current = (block["kind"], block["group"].strip())
             groups.setdefault(current[1], _Group(lineno))
             pending, header_line = 0, lineno
@@ -122,26 +126,34 @@ def _parse(path: Path) -> tuple[dict[str, _Group], int]:
             continue
         if not line.startswith(("[R]", "[W]")):
             if line.startswith("[LNet"):
-                raise error_at(str(path), lineno, line,
-                               "expected '[LNet Rates of <group>]' or '[LNet Bandwidth of <group>]'")
+                raise error_at(
+                    str(path),
+                    lineno,
+                    line,
+                    "expected '[LNet Rates of <group>]' or '[LNet Bandwidth of <group>]'",
+                )
             continue  # the shell's echo of commands, 'lst run' messages...
         if current is None:
-            raise error_at(str(path), lineno, line,
-                           "an [R]/[W] line before any '[LNet ... of <group>]' header")
+            raise error_at(
+                str(path), lineno, line, "an [R]/[W] line before any '[LNet ... of <group>]' header"
+            )
         stat = _STAT.match(line)
         units = {u for u in (stat["u1"], stat["u2"], stat["u3"])} - {None} if stat else set()
         kind, name = current
         want = {"RPC/s"} if kind == "Rates" else {"MiB/s", "MB/s"}
         if stat is None or not units or not units <= want or len(units) != 1:
             raise error_at(
-                str(path), lineno, line,
+                str(path),
+                lineno,
+                line,
                 f"expected '[R|W] Avg: <n> {'RPC/s' if kind == 'Rates' else 'MiB/s'} Min: ... "
                 "Max: ...' (a truncated or malformed lst stat line)",
             )
         pending += 1
         if stat["avg"] is None:
-            raise error_at(str(path), lineno, line,
-                           "an Avg: value (run lst stat without --min/--max alone)")
+            raise error_at(
+                str(path), lineno, line, "an Avg: value (run lst stat without --min/--max alone)"
+            )
         group = groups[name]
         if kind == "Rates":
             group.rate[stat["dir"]].append(float(stat["avg"]))
@@ -150,8 +162,12 @@ def _parse(path: Path) -> tuple[dict[str, _Group], int]:
             group.units.add(unit)
             group.bandwidth[stat["dir"]].append(float(stat["avg"]) * UNIT_B[unit])
     if current is not None and pending == 0:
-        raise error_at(str(path), header_line, lines[header_line - 1].strip(),
-                       "a '[LNet ... of <group>]' block with no [R]/[W] line (truncated output)")
+        raise error_at(
+            str(path),
+            header_line,
+            lines[header_line - 1].strip(),
+            "a '[LNet ... of <group>]' block with no [R]/[W] line (truncated output)",
+        )
     if not groups:
         raise error_at(str(path), len(lines), None, "no '[LNet Bandwidth of <group>]' block")
     return groups, failed
@@ -160,9 +176,12 @@ def _parse(path: Path) -> tuple[dict[str, _Group], int]:
 def _sink(path: Path, groups: dict[str, _Group], chosen: object) -> str:
     if isinstance(chosen, str):
         if chosen not in groups:
-            raise ConfigError(str(path.with_name(path.name + ".conditions.toml")),
-                              "conditions.extra.group", chosen,
-                              f"a group of {path} ({', '.join(groups)})")
+            raise ConfigError(
+                str(path.with_name(path.name + ".conditions.toml")),
+                "conditions.extra.group",
+                chosen,
+                f"a group of {path} ({', '.join(groups)})",
+            )
         return chosen
     if len(groups) == 1:
         return next(iter(groups))
@@ -170,8 +189,10 @@ def _sink(path: Path, groups: dict[str, _Group], chosen: object) -> str:
     if len(servers) == 1:
         return servers[0]
     raise error_at(
-        str(path), 1, ", ".join(groups),
-        "one sink group: name it in the sidecar ([conditions.extra] group = \"<name>\")",
+        str(path),
+        1,
+        ", ".join(groups),
+        'one sink group: name it in the sidecar ([conditions.extra] group = "<name>")',
     )
 
 
@@ -197,9 +218,11 @@ def read(path: Path) -> list[Measurement]:
     if operation not in ("read", "write"):
         if not bw["R"] or not bw["W"]:
             raise error_at(
-                str(path), group.first_line, name,
+                str(path),
+                group.first_line,
+                name,
                 "both [R] and [W] bandwidth lines to tell a read from a write test, "
-                "or the operation in the sidecar ([conditions] operation = \"read\")",
+                'or the operation in the sidecar ([conditions] operation = "read")',
             )
         other = "R" if read_dir == "W" else "W"
         operation = "read" if _mean(bw[read_dir]) > _mean(bw[other]) else "write"
@@ -243,7 +266,9 @@ def read(path: Path) -> list[Measurement]:
     if rates:
         out.append(
             Measurement(
-                id=":".join([path.stem, name, *([scope] if scope else []), operation, "message_rate"]),
+                id=":".join(
+                    [path.stem, name, *([scope] if scope else []), operation, "message_rate"]
+                ),
                 quantity="message_rate",
                 value=_mean(rates),
                 unit="1/s",
@@ -257,6 +282,10 @@ def read(path: Path) -> list[Measurement]:
             )
         )
     if not out:
-        raise error_at(str(path), group.first_line, name,
-                       f"[{direction}] lines for group {name} (the {operation} direction)")
+        raise error_at(
+            str(path),
+            group.first_line,
+            name,
+            f"[{direction}] lines for group {name} (the {operation} direction)",
+        )
     return out

@@ -118,7 +118,7 @@ def read(path: Path) -> list[Measurement]:
                     str(path),
                     lineno,
                     line.strip(),
-                    "expected 'ost N sz <KiB>K rsz <KiB> obj N thr N' at the start of a summary line",
+                    "expected 'ost N sz <KiB>K rsz <KiB> obj N thr N' to start a summary line",
                 )
             continue
         rest = head["rest"]
@@ -160,7 +160,9 @@ def read(path: Path) -> list[Measurement]:
                 extra["ost_max_1s_Bps"] = float(test["max"]) * MIB_S
             else:
                 extra["ost_range"] = test["range"]
-                flagged = "an OST's lctl printed no rate" if test["range"] == "SHORT" else "lctl failed"
+                flagged = (
+                    "an OST's lctl printed no rate" if test["range"] == "SHORT" else "lctl failed"
+                )
                 note = "; ".join(x for x in (note, f"{test['range']}: {flagged}") if x)
             conditions = Conditions(
                 tool=TOOL,
