@@ -121,3 +121,14 @@ def test_bad_files_are_one_error_naming_file_and_line(name: str, line: int, word
 def test_sniff() -> None:
     assert lnet.sniff((DATA / "manual-example.txt").read_bytes())
     assert not lnet.sniff(b"ost  1 sz 1048576K rsz 1024 obj 1 thr 1 write 1.00 [ 1.00, 1.00]")
+
+
+def test_sidecar_role_source_reads_the_mirror_direction(tmp_path: Path) -> None:
+    out = tmp_path / "nodes.txt"
+    out.write_text(_interval("nodes", 3000.0, 1.0, 6000, 6000))
+    (tmp_path / "nodes.txt.conditions.toml").write_text('[conditions.extra]\nrole = "source"\n')
+    bw, _ = read_file(out)
+    # a source group that received the data ran a read test
+    assert bw.conditions.operation == "read" and bw.conditions.extra["direction"] == "R"
+    assert bw.scope == "group nodes"
+    assert bw.value == pytest.approx(3000.0 * MIB)

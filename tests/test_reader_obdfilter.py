@@ -99,3 +99,13 @@ def test_sniff_is_specific() -> None:
     assert not lnet_reader.sniff((DATA / "readme-example.summary").read_bytes())
     assert not darshan_reader.sniff((DATA / "readme-example.summary").read_bytes())
     assert not obdfilter.sniff(b'{"fio version": "fio-3.33", "jobs": []}')
+
+
+def test_a_test_without_bandwidth_is_left_out(tmp_path: Path) -> None:
+    out = tmp_path / "short.summary"
+    out.write_text(
+        "ost  1 sz  1048576K rsz 1024 obj    1 thr    1 write ERROR ERROR "
+        "read  300.00 [ 100.00, 200.00] \n"
+    )
+    (m,) = read_file(out)
+    assert m.conditions.operation == "read" and m.value == pytest.approx(300.0 * MIB)
