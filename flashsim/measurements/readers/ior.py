@@ -319,6 +319,9 @@ def _base_conditions(
     ):
         if value is not None:
             extra[name] = value
+    offset = exact.get("task_per_node_offset") or opt_int("task offset")
+    if offset is not None and (extra.get("reorder") or extra.get("reorder_random")):
+        extra["task_per_node_offset"] = int(offset)
     if "api" in opts:
         extra["api"] = opts["api"]
     if "stoneWallingWearOut" in opts:
@@ -473,7 +476,7 @@ def _summary_row(path: Path, line: int, text: str) -> tuple[str, int, dict[str, 
         if value is None:
             raise error_at(str(path), line, word, f"an integer for {name}")
         ints.append(value)
-    test_id, tasks, _tpn, reps, fpp, reord, _off, reordrand, _seed, segs, blk, xfer = ints
+    test_id, tasks, _tpn, reps, fpp, reord, offset, reordrand, _seed, segs, blk, xfer = ints
     row = {
         "bw_max_MiB": nums[0],
         "bw_min_MiB": nums[1],
@@ -488,6 +491,7 @@ def _summary_row(path: Path, line: int, text: str) -> tuple[str, int, dict[str, 
             "file_per_process": fpp > 0,
             "reorder": reord > 0,
             "reorder_random": reordrand > 0,
+            "task_per_node_offset": offset,
             "segments": segs,
             "block_size_B": float(blk),
             "transfer_size_B": float(xfer),
@@ -736,6 +740,11 @@ def _read_json(path: Path, text: str) -> list[Measurement]:
                 },
             )
             exact.setdefault("tasks", _get(path, sline, row, "numTasks", int, where))
+            if "taskPerNodeOffset" in row:
+                exact.setdefault(
+                    "task_per_node_offset",
+                    _get(path, sline, row, "taskPerNodeOffset", int, where),
+                )
         if not test.iterations and not test.summary:
             raise error_at(str(path), line, None, "write or read results in the test")
         out.extend(_measurements(path, version, command_line, test, exact))
