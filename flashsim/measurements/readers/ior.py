@@ -357,9 +357,7 @@ def _measurements(
     """The summary and iteration measurements of one test."""
     base = _base_conditions(version, command_line, test, exact)
     stem = f"{path.stem}:test{test.test_id}"
-    operations = list(test.summary) + [
-        it[1] for it in test.iterations if it[1] not in test.summary
-    ]
+    operations = list(test.summary) + [it[1] for it in test.iterations if it[1] not in test.summary]
     out: list[Measurement] = []
     for op in dict.fromkeys(operations):
         if op in test.summary:
@@ -626,9 +624,7 @@ def _json_lines(text: str) -> tuple[list[int], list[int], list[int]]:
     return tests, results, summary
 
 
-def _get(
-    path: Path, line: int, obj: Mapping[str, Any], key: str, kind: type, where: str
-) -> Any:
+def _get(path: Path, line: int, obj: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     value = obj.get(key)
     ok = isinstance(value, kind) and not isinstance(value, bool)
     if kind is float:
