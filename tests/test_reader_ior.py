@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from flashsim.measurements.readers import detect_tool, read_file
-from flashsim.measurements.readers import ior
+from flashsim.measurements.readers import detect_tool, ior, read_file
 from flashsim.measurements.record import Measurement, MeasurementError
 from flashsim.measurements.reproduce import Plan, evaluate, plan
 
@@ -215,8 +214,39 @@ def test_plan_accepts_read_measurements_with_reorder_and_segments() -> None:
 def test_evaluate_reads_bandwidth_and_iops_of_one_shared_run() -> None:
     ms = by_id(DATA / "ior-random.txt")
     bw, iops = ms["ior-random:test0:write:bandwidth"], ms["ior-random:test0:write:iops"]
-    assert isinstance(plan(bw), Plan) and plan(bw).key() == plan(iops).key()  # type: ignore[union-attr]
+    p_bw, p_iops = plan(bw), plan(iops)
+    assert isinstance(p_bw, Plan) and isinstance(p_iops, Plan)
+    assert p_bw.key() == p_iops.key()
     out = evaluate([bw, iops], PERLMUTTER)
     assert [o.status for o in out] != ["skip", "skip"]
     # IOR's ops are its bandwidth over the transfer size: the same run, another field.
     assert out[1].simulated == pytest.approx(out[0].simulated / 4096, rel=1e-9)
+
+
+def test_text_two_tests_from_a_script() -> None:
+    ms = by_id(DATA / "ior-script.txt")
+    assert len(ms) == 16
+    t0 = ms["ior-script:test0:write:bandwidth"]
+    t1 = ms["ior-script:test1:write:bandwidth"]
+    assert t0.value == pytest.approx(1368.45 * MIB, rel=1e-12) and t0.source.endswith(":70")
+    assert t1.value == pytest.approx(666.23 * MIB, rel=1e-12) and t1.source.endswith(":72")
+    assert ms["ior-script:test1:iteration 0:read:iops"].value == 494356
+    assert ms["ior-script:test1:iteration 0:read:iops"].source.endswith(":66")
+    assert t0.conditions.file_per_process is True and t0.conditions.access == "sequential"
+    assert t0.conditions.transfer_size_B == MIB
+    assert t1.conditions.file_per_process is False and t1.conditions.access == "random"
+    assert t1.conditions.transfer_size_B == 65536 and t1.conditions.block_size_B == 4 * MIB
+    # The options come from the script (-f): an absent -e on the command line says nothing.
+    assert t0.conditions.fsync is None and t0.conditions.direct is None
+    assert t0.conditions.command_line == (
+        "/tmp/ior-mior/src/ior -f /tmp/ior-mior/run/two-tests.ior"
+    )
+
+
+def test_json_non_numeric_bandwidth_names_its_line(tmp_path: Path) -> None:
+    text = (DATA / "ior-summary.json").read_text()
+    bad = tmp_path / "ior-bad.json"
+    bad.write_text(text.replace('"bwMiB": 668.1089', '"bwMiB": "fast"', 1))
+    with pytest.raises(MeasurementError) as info:
+        read_file(bad)
+    assert str(info.value).startswith(f"{bad}: line 107: a result: key 'bwMiB' to be a number")

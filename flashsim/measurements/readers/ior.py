@@ -556,10 +556,10 @@ def _read_text(path: Path, text: str) -> list[Measurement]:
         elif key == "Finished":
             finished = True
         elif key == "TestID":
-            test_id = _int(value)
-            if test_id is None:
+            new_id = _int(value)
+            if new_id is None:
                 raise error_at(str(path), number, value, "an integer test id")
-            current = _Test(test_id, number)
+            current = _Test(new_id, number)
             tests.append(current)
             section = ""
         elif key == "Options":
@@ -626,14 +626,13 @@ def _json_lines(text: str) -> tuple[list[int], list[int], list[int]]:
 
 def _get(path: Path, line: int, obj: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     value = obj.get(key)
-    ok = isinstance(value, kind) and not isinstance(value, bool)
     if kind is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-        ok = ok and math.isfinite(float(value))
-    if not ok:
-        expected = "a number" if kind is float else ("an integer" if kind is int else "a string")
-        raise error_at(str(path), line, value, f"{where}: key {key!r} to be {expected}")
-    return float(value) if kind is float else value
+        if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+    elif isinstance(value, kind) and not isinstance(value, bool):
+        return value
+    expected = "a number" if kind is float else ("an integer" if kind is int else "a string")
+    raise error_at(str(path), line, value, f"{where}: key {key!r} to be {expected}")
 
 
 def _flatten(items: Sequence[Any]) -> list[Any]:
