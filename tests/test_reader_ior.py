@@ -250,3 +250,9 @@ def test_json_non_numeric_bandwidth_names_its_line(tmp_path: Path) -> None:
     with pytest.raises(MeasurementError) as info:
         read_file(bad)
     assert str(info.value).startswith(f"{bad}: line 107: a result: key 'bwMiB' to be a number")
+
+
+def test_iteration_iops_says_it_excludes_open_and_close() -> None:
+    ms = by_id(DATA / "ior-fpp.txt")
+    assert "wr/rd time" in ms["ior-fpp:test0:iteration 0:write:iops"].note
+    assert ms["ior-fpp:test0:iteration 0:write:bandwidth"].note == ""

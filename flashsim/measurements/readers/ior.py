@@ -12,7 +12,10 @@ Each test and operation gives
   *mean* over the repetitions, the ``Mean(MiB)``/``Mean(OPs)`` columns; the
   note gives the max, min and standard deviation);
 * ``bandwidth`` and ``iops`` of every iteration (scope ``"iteration N"``, N as
-  IOR numbers it, from 0).
+  IOR numbers it, from 0).  IOR computes an iteration's ``IOPS`` over the
+  ``wr/rd(s)`` time alone (``src/ior.c``: transfers / ``accessTime``), the
+  summary's ``OPs`` over the whole ``total(s)`` (bandwidth / transfer size), so
+  the two differ by the open and close times; the note says which.
 
 IOR's ``MiB`` is 2**20 B: ``src/ior-output.c`` divides bytes/s by
 ``MEBIBYTE`` (``src/iordef.h``: ``1 << 20``) for every ``bw(MiB/s)``,
@@ -52,6 +55,9 @@ _SUFFIX = {"k": 10, "m": 20, "g": 30, "t": 40, "p": 50}
 #: Short options of IOR that take an argument (``src/parse_options.c``,
 #: ``createGlobalOptions``); every other letter is a flag.
 _ARG_OPTIONS = frozenset("aAbdDfGijlMNoOQstTX")
+
+#: Note of an iteration's IOPS (``src/ior.c`` divides by the access time only).
+_ITER_IOPS_NOTE = "IOR iteration IOPS: transfers over the wr/rd time (open and close excluded)"
 
 #: Columns of the per-iteration table (``PrintTableHeader``).
 _ITER_COLUMNS = 11
@@ -389,6 +395,7 @@ def _measurements(
             cond = replace(base, operation=op, duration_s=total)
             scope = f"iteration {iteration}"
             for quantity, value, unit in (("bandwidth", bw, "B/s"), ("iops", iops, "1/s")):
+                note = _ITER_IOPS_NOTE if quantity == "iops" else ""
                 out.append(
                     Measurement(
                         id=f"{stem}:{scope}:{op}:{quantity}",
@@ -398,6 +405,7 @@ def _measurements(
                         conditions=cond,
                         source=f"{path}:{line}",
                         scope=scope,
+                        note=note,
                     )
                 )
     return out
