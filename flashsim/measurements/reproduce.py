@@ -192,6 +192,11 @@ def plan_ior(m: Measurement) -> Plan | Skip:
     }
     if c.stonewall_s:
         measured["stonewall"] = as_seconds(c.stonewall_s)
+        if c.extra.get("stonewall_wear_out"):
+            measured["wear_out"] = True
+    if c.operation == "read" and c.extra.get("reorder"):  # IOR -C (-Q): reads only
+        measured["reorder_tasks"] = True
+        measured["task_per_node_offset"] = int(c.extra.get("task_per_node_offset", 1))
     if small_random:
         measured.update(fidelity="request", target_rel_halfwidth=0.005)
     phases: list[dict[str, Any]] = []
@@ -304,7 +309,7 @@ def evaluate(
         model) is skipped with the model's message as the reason.
     """
     anchor = system.resolve().parent / "(check)"
-    cache: dict[str, float | Skip] = {}
+    cache: dict[str, Any] = {}  # plan key -> the run's result, or a Skip
     out: list[Outcome] = []
     for m in measurements:
         tol = tolerance if tolerance is not None else (m.tolerance or DEFAULT_TOLERANCE)
@@ -325,8 +330,11 @@ def evaluate(
                 except ConfigError as exc:
                     cache[key] = Skip(f"the model cannot run it: {exc.expected} ({exc.key})")
                 else:
-                    cache[key] = _value(run_loaded(loaded), p.phase, p.field)
-            value = cache[key]
+                    cache[key] = run_loaded(loaded)
+            # Plans that differ only in the field read (a test's bandwidth and
+            # its IOPS) share one run, not one value.
+            cached = cache[key]
+            value = cached if isinstance(cached, Skip) else _value(cached, p.phase, p.field)
             outcome = (
                 skipped(m, value.reason, tol)
                 if isinstance(value, Skip)
