@@ -306,21 +306,11 @@ def _job_measurements(
         conditions = _conditions(top, job, direction, ddir, tasks, percentiles_of)
         prefix = f"{path.stem}:{label}:{direction}"
 
-        def add(quantity: str, value: float, unit: str) -> None:
-            out.append(
-                Measurement(
-                    id=f"{prefix}:{quantity}",
-                    quantity=quantity,
-                    value=float(value),
-                    unit=unit,
-                    conditions=conditions,
-                    source=source,
-                )
-            )
-
-        add("bandwidth", bw, "B/s")
-        add("iops", iops, "1/s")
-        add("latency_mean", lat_mean / 1e9, "s")
+        values: list[tuple[str, float, str]] = [
+            ("bandwidth", bw, "B/s"),
+            ("iops", iops, "1/s"),
+            ("latency_mean", lat_mean / 1e9, "s"),  # fio: ns
+        ]
         for key, value in (table or {}).items():
             try:
                 name = _percentile_name(key)
@@ -339,7 +329,18 @@ def _job_measurements(
                     value,
                     f"{dwhere}.{percentiles_of}_ns.percentile.{key}: expected a number (ns)",
                 )
-            add(name, value / 1e9, "s")
+            values.append((name, value / 1e9, "s"))
+        out.extend(
+            Measurement(
+                id=f"{prefix}:{quantity}",
+                quantity=quantity,
+                value=float(value),
+                unit=unit,
+                conditions=conditions,
+                source=source,
+            )
+            for quantity, value, unit in values
+        )
     return out
 
 
