@@ -134,7 +134,8 @@ def _decode(path: Path, text: str) -> tuple[dict[str, Any], int]:
     try:
         top, _ = json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as exc:
-        if _skip_ws(text, exc.pos) >= len(text):
+        cut_in_string = exc.msg.startswith("Unterminated string") and "\n" not in text[exc.pos :]
+        if _skip_ws(text, exc.pos) >= len(text) or cut_in_string:
             raise error_at(
                 str(path),
                 exc.lineno,
