@@ -263,21 +263,21 @@ def drive_model_from_fio(
     latencies: dict[str, float] = {}
     for op in ("read", "write"):
         key = f"{op}_latency"
-        job = _latency(jobs, op)
-        if job is None or job.latency is None:
+        lat_job = _latency(jobs, op)
+        if lat_job is None or lat_job.latency is None:
             lines.append(
                 f"# {key}: left out (schema default 0 s): no random {op} job gives a latency"
             )
             continue
-        latencies[op] = job.latency.value
-        if job.in_flight == 1:
-            lines.append(f"# {_describe(job)}: zero-load latency, fio lat_ns mean")
+        latencies[op] = lat_job.latency.value
+        if lat_job.in_flight == 1:
+            lines.append(f"# {_describe(lat_job)}: zero-load latency, fio lat_ns mean")
         else:
             lines.append(
-                f"# {_describe(job)}: NOT zero-load (no queue-depth-1 random {op} job; "
-                f"{job.in_flight} I/Os in flight), fio lat_ns mean: an upper bound"
+                f"# {_describe(lat_job)}: NOT zero-load (no queue-depth-1 random {op} job; "
+                f"{lat_job.in_flight} I/Os in flight), fio lat_ns mean: an upper bound"
             )
-        lines.append(f'{key} = "{job.latency.value * 1e6:.12g} us"  # {_cite(job.latency)}')
+        lines.append(f'{key} = "{lat_job.latency.value * 1e6:.12g} us"  # {_cite(lat_job.latency)}')
     lines += _parallelism_lines(rand_read, latencies.get("read"))
     lines += _trim_lines(jobs)
     lines += [
