@@ -239,3 +239,39 @@ def test_sniff_does_not_claim_a_darshan_log() -> None:
     for log in logs:
         with log.open("rb") as handle:
             assert not fio.sniff(handle.read(65536)), log
+
+
+# ------------------------------------------------------------------ variants of real output
+def test_status_interval_reports_the_last_object_is_read(tmp_path: Path) -> None:
+    interim = (DATA / "group-2jobs.json").read_text()
+    final = (DATA / "seqread-1m.json").read_text()
+    path = tmp_path / "interval.json"
+    path.write_text(interim + final)
+    ms = fio.read(path)
+    assert {m.id.split(":")[1] for m in ms} == {"seqread"}
+    assert ms[0].value == 1371695840.0
+    assert ms[0].source == f"{path}:{interim.count(chr(10)) + 7}"
+
+
+def test_disable_lat_takes_the_completion_latency_mean(tmp_path: Path) -> None:
+    text = (DATA / "seqread-1m.json").read_text()
+    lat = text.index('"lat_ns"')
+    emptied = text[:lat] + text[lat:].replace('"N" : 2632', '"N" : 0', 1)
+    path = tmp_path / "nolat.json"
+    path.write_text(emptied)
+    m = _by_id(path)["nolat:seqread:read:latency_mean"]
+    assert m.value == pytest.approx(12126729.606763e-9, rel=1e-12)  # clat_ns mean
+    assert m.conditions.extra["latency_mean_of"] == "clat"
+    real = _by_id(DATA / "seqread-1m.json")["seqread-1m:seqread:read:latency_mean"]
+    assert real.conditions.extra["latency_mean_of"] == "lat"
+
+
+def test_bssplit_gives_no_single_transfer_size(tmp_path: Path) -> None:
+    text = (DATA / "seqread-1m.json").read_text()
+    path = tmp_path / "split.json"
+    path.write_text(
+        text.replace('"bs" : "1M",', '"bs" : "1M",\n        "bssplit" : "4k/50:1M/50",', 1)
+    )
+    m = fio.read(path)[0]
+    assert m.conditions.transfer_size_B is None
+    assert m.conditions.extra["bssplit"] == "4k/50:1M/50"

@@ -12,7 +12,9 @@ One measurement per job, per direction that did I/O (``read``, ``write``,
   submission to completion.  ``clat_ns`` leaves out the submission latency
   (``slat_ns``), which for an asynchronous engine is part of what the
   application waits for; a simulated drive's latency runs from issue to
-  completion too, so ``lat_ns`` is the comparable one;
+  completion too, so ``lat_ns`` is the comparable one.  Under ``disable_lat=1``
+  fio leaves ``lat_ns`` empty (``N`` = 0) and the ``clat_ns`` mean is taken;
+  ``extra["latency_mean_of"]`` says which;
 * ``latency_p<P>`` (s): every percentile fio printed, taken from ``clat_ns``
   (fio's default, ``clat_percentiles=1``) or from ``lat_ns`` when the job set
   ``lat_percentiles=1``; ``extra["percentiles_of"]`` says which.
@@ -22,6 +24,8 @@ output before its JSON object; they are skipped and counted, so ``source``
 (``<path>:<line>``, the line of the job's object) stays right.  fio's JSON
 does not record its command line: the effective options (``"global options"``
 overridden by the job's ``"job options"``) go to ``Conditions.extra``.
+A ``--status-interval`` run's file holds one JSON object per interval; the
+last one (fio's final report) is read.
 """
 
 from __future__ import annotations
@@ -71,6 +75,7 @@ SYNC_ENGINES = frozenset({"sync", "psync", "vsync", "pvsync", "pvsync2", "mmap",
 #: ``numjobs=1``, ``ioengine=psync`` on Linux, ``direct=0``.
 _DEFAULTS = {"rw": "read", "bs": "4k", "iodepth": "1", "numjobs": "1", "ioengine": "psync"}
 
+_NEXT_OBJECT = re.compile(r"(?m)^[ \t]*\{")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtpe]?)(i?)(b?)\s*$", re.IGNORECASE)
 _POWERS = {"": 0, "k": 1, "m": 2, "g": 3, "t": 4, "p": 5, "e": 6}
 
@@ -116,7 +121,7 @@ def _skip_ws(text: str, pos: int) -> int:
 
 def _json_start(path: Path, text: str) -> int:
     """Offset of fio's JSON object: the first line that starts with ``{``."""
-    match = re.search(r"(?m)^[ \t]*\{", text)
+    match = _NEXT_OBJECT.search(text)
     if match is None:
         first = text.strip().splitlines()[0] if text.strip() else ""
         raise error_at(
@@ -128,11 +133,10 @@ def _json_start(path: Path, text: str) -> int:
     return match.end() - 1
 
 
-def _decode(path: Path, text: str) -> tuple[dict[str, Any], int]:
-    """The top-level object and its offset; a truncated or malformed one is an error."""
-    start = _json_start(path, text)
+def _decode_at(path: Path, text: str, start: int) -> tuple[dict[str, Any], int]:
+    """The fio object at ``start`` and the offset after it; an error if cut or malformed."""
     try:
-        top, _ = json.JSONDecoder().raw_decode(text, start)
+        top, end = json.JSONDecoder().raw_decode(text, start)
     except json.JSONDecodeError as exc:
         cut_in_string = exc.msg.startswith("Unterminated string") and "\n" not in text[exc.pos :]
         if _skip_ws(text, exc.pos) >= len(text) or cut_in_string:
@@ -152,6 +156,21 @@ def _decode(path: Path, text: str) -> tuple[dict[str, Any], int]:
             None,
             'not fio output: expected a JSON object with a "fio version" key',
         )
+    return top, end
+
+
+def _decode(path: Path, text: str) -> tuple[dict[str, Any], int]:
+    """fio's final JSON object and its offset.
+
+    A ``--status-interval`` run prints one object per interval and the final
+    report last: the last object is the run's result.  Lines between objects
+    that do not start with ``{`` (fio's notes) are skipped.
+    """
+    start = _json_start(path, text)
+    top, end = _decode_at(path, text, start)
+    while (following := _NEXT_OBJECT.search(text, end)) is not None:
+        start = following.end() - 1
+        top, end = _decode_at(path, text, start)
     return top, start
 
 
@@ -227,6 +246,7 @@ def _conditions(
     ddir: Mapping[str, Any],
     tasks: int,
     percentiles_of: str,
+    mean_of: str,
 ) -> Conditions:
     """The conditions of one job's direction."""
     options = _options(top, job)
@@ -240,10 +260,13 @@ def _conditions(
     bs_index = DIRECTIONS.index(direction)
     bs_text = bs_parts[bs_index] if bs_index < len(bs_parts) and bs_parts[bs_index] else bs_parts[0]
     size = fio_size(effective["size"], kb_base) if "size" in effective else None
+    # bssplit / bsrange / blocksize_range give a mix of sizes: no single transfer size.
+    mixed_sizes = any(k in options for k in ("bssplit", "bsrange", "blocksize_range"))
     extra: dict[str, Scalar] = {k: v for k, v in options.items()}
     extra["ioengine"] = engine
     extra["io_bytes"] = int(ddir["io_bytes"])
     extra["percentiles_of"] = percentiles_of
+    extra["latency_mean_of"] = mean_of
     fsync = any(
         _flag(options, key) for key in ("fsync", "fdatasync", "end_fsync", "fsync_on_close")
     )
@@ -255,7 +278,7 @@ def _conditions(
         operation=direction,
         access=_ACCESS.get(rw),
         tasks=tasks,
-        transfer_size_B=fio_size(bs_text, kb_base),
+        transfer_size_B=None if mixed_sizes else fio_size(bs_text, kb_base),
         block_size_B=size,
         file_per_process="filename" not in options,
         queue_depth=queue_depth,
@@ -298,20 +321,25 @@ def _job_measurements(
         iops = _get(ddir, "iops", dwhere, path, line, float)
         _get(ddir, "runtime", dwhere, path, line, float)
         lat = _get(ddir, "lat_ns", dwhere, path, line)
-        lat_mean = _get(lat, "mean", f"{dwhere}.lat_ns", path, line, float)
         clat = _get(ddir, "clat_ns", dwhere, path, line)
+        # The total latency's mean; fio leaves it empty (N = 0) under
+        # disable_lat=1, then the completion latency's is the nearest one.
+        mean_of = "lat" if lat.get("N", 1) else "clat"
+        stats = lat if mean_of == "lat" else clat
+        mean = _get(stats, "mean", f"{dwhere}.{mean_of}_ns", path, line, float)
         percentiles_of = "clat"
         table = clat.get("percentile")
         if not isinstance(table, dict) and isinstance(lat.get("percentile"), dict):
             table, percentiles_of = lat["percentile"], "lat"
-        conditions = _conditions(top, job, direction, ddir, tasks, percentiles_of)
+        conditions = _conditions(top, job, direction, ddir, tasks, percentiles_of, mean_of)
         prefix = f"{path.stem}:{label}:{direction}"
 
         values: list[tuple[str, float, str]] = [
             ("bandwidth", bw, "B/s"),
             ("iops", iops, "1/s"),
-            ("latency_mean", lat_mean / 1e9, "s"),  # fio: ns
         ]
+        if stats.get("N", 1):
+            values.append(("latency_mean", mean / 1e9, "s"))  # fio: ns
         for key, value in (table or {}).items():
             try:
                 name = _percentile_name(key)
