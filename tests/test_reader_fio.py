@@ -275,3 +275,16 @@ def test_bssplit_gives_no_single_transfer_size(tmp_path: Path) -> None:
     m = fio.read(path)[0]
     assert m.conditions.transfer_size_B is None
     assert m.conditions.extra["bssplit"] == "4k/50:1M/50"
+
+
+def test_unified_rw_reporting_gives_the_mixed_direction(tmp_path: Path) -> None:
+    text = (DATA / "randrw-4k.json").read_text()
+    path = tmp_path / "mixed.json"
+    # unified_rw_reporting=1: one "mixed" object instead of "read" and "write"
+    head, rest = text.split('      "read" : {', 1)
+    path.write_text(head + '      "mixed" : {' + rest.split('      "write" : {', 1)[1])
+    ms = _by_id(path)
+    m = ms["mixed:randrw:mixed:bandwidth"]
+    assert m.value == 110133706.0  # the object's bw_bytes (the write object of the real file)
+    assert m.conditions.operation == "mixed"
+    assert m.conditions.transfer_size_B == 4096

@@ -1,7 +1,8 @@
 """fio's JSON output (``--output-format=json`` and ``json+``).
 
 One measurement per job, per direction that did I/O (``read``, ``write``,
-``trim``) and per quantity:
+``trim``, or ``mixed`` under ``unified_rw_reporting``: then the operation is
+``mixed``) and per quantity:
 
 * ``bandwidth`` (B/s): fio's ``bw_bytes``, which fio computes as
   ``io_bytes * 1000 / runtime_ms`` (fio ``stat.c``, ``add_ddir_status_json``);
@@ -48,8 +49,12 @@ TOOL = "fio"
 
 _SNIFF = re.compile(rb'\{\s*"fio version"\s*:')
 
-#: fio's directions, in its JSON order.
+#: fio's directions, in its JSON order (``bs=r,w,t`` gives one size each).
 DIRECTIONS = ("read", "write", "trim")
+
+#: The direction objects a job may hold: ``unified_rw_reporting`` reports reads
+#: and writes together as ``"mixed"`` (fio ``stat.c``, ``add_ddir_status_json``).
+REPORTED = (*DIRECTIONS, "mixed")
 
 #: ``rw`` -> access pattern (fio HOWTO, ``readwrite``).
 _ACCESS = {
@@ -257,7 +262,7 @@ def _conditions(
     iodepth = int(effective["iodepth"]) if effective["iodepth"].strip().isdigit() else None
     queue_depth = 1 if engine in SYNC_ENGINES else iodepth
     bs_parts = effective["bs"].split(",")
-    bs_index = DIRECTIONS.index(direction)
+    bs_index = DIRECTIONS.index(direction) if direction in DIRECTIONS else 0
     bs_text = bs_parts[bs_index] if bs_index < len(bs_parts) and bs_parts[bs_index] else bs_parts[0]
     size = fio_size(effective["size"], kb_base) if "size" in effective else None
     # bssplit / bsrange / blocksize_range give a mix of sizes: no single transfer size.
@@ -308,7 +313,7 @@ def _job_measurements(
         )
     out: list[Measurement] = []
     source = f"{path}:{line}"
-    for direction in DIRECTIONS:
+    for direction in REPORTED:
         if direction not in job:
             continue
         ddir = _get(job, direction, where, path, line)
