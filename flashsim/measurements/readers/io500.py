@@ -275,9 +275,7 @@ def _parse(path: Path, text: str) -> _Run:
     return run
 
 
-def _result_line(
-    path: Path, run: _Run, number: int, m: re.Match[str], invalid: list[str]
-) -> None:
+def _result_line(path: Path, run: _Run, number: int, m: re.Match[str], invalid: list[str]) -> None:
     name = m["phase"].replace("_", "-")
     if name == "timestamp":  # a marker phase with no measurement (score printed as 0)
         return
