@@ -32,7 +32,7 @@ def test_sniff_claims_io500_outputs(name: str) -> None:
     assert detect_tool(DATA / name) == "io500"
 
 
-@pytest.mark.parametrize("name", ["bad/ior_output.txt", "tiny.ini"])
+@pytest.mark.parametrize("name", ["bad/ior_output.txt", "tiny.ini", "config.ini"])
 def test_sniff_does_not_claim_ior_text_or_a_config(name: str) -> None:
     assert not io500.sniff((DATA / name).read_bytes())
 
@@ -310,3 +310,35 @@ def test_evaluate_skips_a_kind_without_io500() -> None:
     outcomes = evaluate(ms[:1], ROOT / "models" / "systems" / "pipeline-demo.toml")
     assert outcomes[0].status == "skip"
     assert outcomes[0].reason.startswith("the model cannot run it")
+
+
+def test_echoed_configuration_gives_the_run_options(tmp_path: Path) -> None:
+    # The configuration io500 wrote beside its results (config.ini, with the
+    # defaults filled in), echoed above the summary.
+    path = tmp_path / "echoed.txt"
+    path.write_text(
+        "# io500 --list style comment\n"
+        + (DATA / "config.ini").read_text()
+        + (DATA / "result_summary.txt").read_text()
+    )
+    got = by_id(read_file(path))
+    assert len(got) == 16
+    extra = got["echoed:mdtest-easy-write:ops"].conditions.extra
+    assert {k: v for k, v in extra.items() if k.startswith("io500_")} == {
+        "io500_api": "POSIX",
+        "io500_stonewall_s": 2.0,
+        "io500_ior_easy_transfer_size_B": 2.0**20,
+        "io500_ior_easy_block_size_B": 64.0 * 2**20,
+        "io500_ior_easy_file_per_process": True,
+        "io500_mdtest_easy_files_per_proc": 2000,
+        "io500_ior_hard_segments": 1000,
+        "io500_mdtest_hard_files_per_proc": 1000,
+        "io500_mode": "standard",
+    }
+    easy = got["echoed:ior-easy-write:bandwidth"].conditions
+    assert (easy.transfer_size_B, easy.block_size_B, easy.file_per_process) == (
+        2.0**20,
+        64.0 * 2**20,
+        True,
+    )
+    assert easy.stonewall_s == 2.0

@@ -256,7 +256,7 @@ def _parse(path: Path, text: str) -> _Run:
                 "a '[SCORE ] Bandwidth ... : IOPS ... : TOTAL ...' line or a [section] header",
             )
         stripped = line.strip()
-        if stripped.startswith(";"):
+        if stripped.startswith((";", "#")):
             if section is not None:
                 comments.append(stripped.lstrip("; ").strip())
             continue
