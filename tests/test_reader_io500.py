@@ -138,6 +138,9 @@ def test_stdout_error_lines_go_to_the_next_phase() -> None:
         "Runtime is smaller than expected minimum runtime"
     )
     assert got["stdout:find:ops"].note == ""
+    # The debug options' check (src/phase_dbg.c) is the run's, as result.txt's [run] says.
+    assert "stonewall-time" not in got["stdout:ior-easy-write:bandwidth"].note
+    assert got["stdout:score:score"].note == "invalid: stonewall-time 2s != 300s"
 
 
 def test_sidecar_fills_nodes(tmp_path: Path) -> None:

@@ -71,6 +71,7 @@ _SCORE = re.compile(
     rf"TOTAL\s+(?P<total>{_NUMBER})(?P<invalid>\s+\[INVALID\])?\s*$"
 )
 _VERSION = re.compile(r"^IO500 version (?P<version>\S+)(?:\s+\((?P<mode>\w+)\))?\s*$")
+_STDOUT_INVALID = re.compile(r"^ERROR INVALID(?: \((?P<where>[^)]*)\))?\s*(?P<text>.*)$")
 _SECTION = re.compile(r"^\[(?P<name>[A-Za-z0-9_.-]+)\]\s*$")
 _PAIR = re.compile(r"^(?P<key>[A-Za-z0-9_.-]+)\s*=\s*(?P<value>.*?)\s*$")
 _SIZE = re.compile(r"^(?P<n>\d+(?:\.\d*)?)(?P<unit>[kKmMgGtTpP]?)$")
@@ -260,8 +261,11 @@ def _parse(path: Path, text: str) -> _Run:
             if section is not None:
                 comments.append(stripped.lstrip("; ").strip())
             continue
-        if stripped.startswith("ERROR INVALID"):  # stdout: precedes its phase's [RESULT]
-            pending_invalid.append(re.sub(r"^ERROR INVALID(?: \([^)]*\))?\s*", "", stripped))
+        if m := _STDOUT_INVALID.match(stripped):  # stdout: precedes its phase's [RESULT]
+            # The debug options' check (src/phase_dbg.c) is the run's, not the next phase's
+            # (result.txt puts it in [run]).
+            run_level = (m["where"] or "").startswith("src/phase_dbg.c")
+            (run.run_invalid if run_level else pending_invalid).append(m["text"])
             continue
         if section is not None:
             pair = _PAIR.match(stripped)
