@@ -193,7 +193,7 @@ def test_size_strings_use_ior_binary_multipliers() -> None:
     ("name", "where", "expected"),
     [
         ("bad/truncated_summary.txt", "line 8", "truncated"),
-        ("bad/truncated_result.txt", "line 59", "expected 'key = value' in section [find]"),
+        ("bad/truncated_result.txt", "line 59", "truncated: the file ends inside a line"),
         ("bad/bad_value_summary.txt", "line 3", "expected a '[RESULT]"),
         ("bad/bad_score_result.txt", "line 127", "expected a number for SCORE"),
         ("bad/bad_pair_result.txt", "line 2", "expected 'key = value' in section [run]"),
@@ -345,3 +345,65 @@ def test_echoed_configuration_gives_the_run_options(tmp_path: Path) -> None:
         True,
     )
     assert easy.stonewall_s == 2.0
+
+
+def test_result_txt_sections_and_summary_lines_of_one_run_merge(tmp_path: Path) -> None:
+    # Before commit 3c23921 (2020) io500 printed result.txt's sections and the
+    # summary lines on stdout together: one record per phase and score.
+    path = tmp_path / "both.txt"
+    path.write_text((DATA / "result.txt").read_text() + (DATA / "result_summary.txt").read_text())
+    got = by_id(read_file(path))
+    assert len(got) == 16
+    easy = got["both:ior-easy-write:bandwidth"]
+    assert easy.value == 1.721144 * GIB
+    assert easy.conditions.tasks == 2 and easy.conditions.duration_s == 0.074
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "expected"),
+    [
+        ("[RESULT] find 1.0 kIOPS : time 1.0 seconds\n" * 2, 2, "a second [RESULT] line for find"),
+        (
+            "[RESULT] find 1.0 kIOPS : time 1.0 seconds\n"
+            + "[SCORE ] Bandwidth 1 GiB/s : IOPS 1 kiops : TOTAL 1\n" * 2,
+            3,
+            "a second [SCORE] score",
+        ),
+        (
+            "[RESULT] find 1.0 kIOPS : time 1.0 seconds\n[SCORE ] Bandwidth 1 GiB/s : IO",
+            2,
+            "truncated: the file ends inside a line",
+        ),
+        ("[RESULT] find nan kIOPS : time 1.0 seconds\n", 1, "finite non-negative"),
+    ],
+)
+def test_duplicated_truncated_or_non_finite_lines(
+    tmp_path: Path, text: str, line: int, expected: str
+) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_text(text)
+    with pytest.raises(MeasurementError) as info:
+        read_file(path, tool="io500")
+    assert str(info.value).startswith(f"{path}: line {line}: ")
+    assert expected in str(info.value)
+
+
+def test_no_corruption_of_a_real_output_escapes_as_another_exception(tmp_path: Path) -> None:
+    # Bounded work: every 7th-byte truncation and 300 one-byte corruptions per file.
+    import random
+
+    rng = random.Random(19)
+    path = tmp_path / "x.txt"
+    for name in ("result.txt", "result_summary.txt", "stdout.txt"):
+        data = (DATA / name).read_bytes()
+        cases = [data[:i] for i in range(0, len(data), 7)]
+        for _ in range(300):
+            b = bytearray(data)
+            b[rng.randrange(len(b))] = rng.randrange(256)
+            cases.append(bytes(b))
+        for case in cases:
+            path.write_bytes(case)
+            try:
+                io500.read(path)
+            except MeasurementError as exc:
+                assert str(exc).startswith(f"{path}: line ")

@@ -125,6 +125,7 @@ class _Score:
     md: float | None = None
     total: float | None = None
     invalid: bool = False
+    summary: bool = False  # from a summary line (else a result.txt section)
 
 
 @dataclass
@@ -232,12 +233,20 @@ def _parse(path: Path, text: str) -> _Run:
             section = None
             tag = m["tag"]
             key = "SCOREX" if tag in ("SCOREX", "SCORE_EXTENDED") else "SCORE"
+            if key in run.scores and run.scores[key].summary:
+                raise error_at(
+                    str(path),
+                    number,
+                    line,
+                    f"a second [{key}] score (line {run.scores[key].line}): one run per file",
+                )
             run.scores[key] = _Score(
                 number,
                 _float(path, number, m["bw"], "bandwidth score"),
                 _float(path, number, m["md"], "IOPS score"),
                 _float(path, number, m["total"], "total score"),
                 invalid=bool(m["invalid"]) or tag == "SCORE-invalid",
+                summary=True,
             )
             continue
         if m := _VERSION.match(line):
@@ -284,6 +293,13 @@ def _result_line(path: Path, run: _Run, number: int, m: re.Match[str], invalid: 
     if name == "timestamp":  # a marker phase with no measurement (score printed as 0)
         return
     phase = run.phases.setdefault(name, _Phase(name))
+    if phase.scored is not None:
+        raise error_at(
+            str(path),
+            number,
+            m.group(0),
+            f"a second [RESULT] line for {name} (line {phase.line}): one run per file",
+        )
     phase.line = number
     phase.value = _float(path, number, m["value"], f"the score of {name}")
     phase.unit = "GiB/s" if m["unit"] in ("GiB/s", "GB/s") else "kIOPS"
@@ -454,8 +470,15 @@ def read(path: Path) -> list[Measurement]:
         text = path.read_text(encoding="utf-8", errors="strict")
     except (OSError, UnicodeDecodeError) as exc:
         raise error_at(str(path), 1, None, f"cannot read an IO-500 result file ({exc})") from None
-    run = _parse(path, text)
     last_line = max(1, len(text.splitlines()))
+    if text and not text.endswith("\n"):  # io500 ends every line it writes with "\n"
+        raise error_at(
+            str(path),
+            last_line,
+            text.splitlines()[-1],
+            "truncated: the file ends inside a line",
+        )
+    run = _parse(path, text)
     if not run.phases:
         raise error_at(
             str(path),
