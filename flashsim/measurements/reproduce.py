@@ -247,12 +247,106 @@ def plan_darshan(m: Measurement) -> Plan | Skip:
     return Plan((phase,), "measured", "extra.total.sim_io_time_s", 1.0)
 
 
+#: IO-500 phases the ``io500`` workload runs (flashsim/workloads/io500.py ``ORDER``);
+#: the optional ones only in extended mode.
+IO500_PHASES: Mapping[str, bool] = {
+    "ior-easy-write": False,
+    "mdtest-easy-write": False,
+    "ior-hard-write": False,
+    "mdtest-hard-write": False,
+    "find": False,
+    "ior-easy-read": False,
+    "mdtest-easy-stat": False,
+    "ior-hard-read": False,
+    "mdtest-hard-stat": False,
+    "mdtest-easy-delete": False,
+    "mdtest-hard-read": False,
+    "mdtest-hard-delete": False,
+    "ior-rnd4K-easy-read": False,
+    "ior-rnd4K-write": True,
+    "ior-rnd4K-read": True,
+    "ior-rnd1MB-write": True,
+    "ior-rnd1MB-read": True,
+}
+
+#: io500 reader's run-wide option (``extra``) -> ``io500`` phase key, as unit strings.
+IO500_OPTIONS: Mapping[str, tuple[str, Callable[[Any], Any]]] = {
+    "io500_ior_easy_transfer_size_B": ("ior_easy_transfer_size", as_bytes),
+    "io500_ior_easy_block_size_B": ("ior_easy_block_size", as_bytes),
+    "io500_ior_easy_file_per_process": ("ior_easy_file_per_process", bool),
+    "io500_ior_hard_segments": ("ior_hard_segments", int),
+    "io500_mdtest_easy_files_per_proc": ("mdtest_easy_files_per_proc", int),
+    "io500_mdtest_hard_files_per_proc": ("mdtest_hard_files_per_proc", int),
+    "io500_find_nproc": ("find_ranks", int),
+    "io500_stonewall_s": ("stonewall", as_seconds),
+}
+
+
+def plan_io500(m: Measurement) -> Plan | Skip:
+    """An IO-500 phase's bandwidth/ops, or a score: one whole ``io500`` run.
+
+    Every measurement of one IO-500 run gives the same scenario (the run's
+    options, from the reader's ``extra.io500_*``), so :func:`evaluate` runs it
+    once.  The value is the named phase's score (GiB/s x 2**30 to B/s, kIOPS x
+    1000 to 1/s) or the ``[SCORE ]``/``[SCOREX]`` line's; a model whose kind
+    does not implement ``io500`` refuses the scenario (a skip with its message).
+    """
+    missing = _need(m, "tasks", "nodes")
+    if missing:
+        return missing
+    c = m.conditions
+    assert c.tasks is not None and c.nodes is not None
+    if c.tasks % c.nodes:
+        return Skip(f"{c.tasks} tasks do not spread evenly over {c.nodes} nodes")
+    api = c.extra.get("io500_api")
+    if api is not None and str(api).upper() not in ("POSIX", "MPIIO"):
+        return Skip(f"the model's io500 workload runs POSIX/MPI-IO clients, not the {api} API")
+    operation = c.operation or ""
+    extended = c.extra.get("io500_mode") == "extended"
+    if operation in ("score", "scorex"):
+        fields = {
+            "score": ("total_score", 1.0),
+            "score_bw": ("bandwidth_GiBps", 2.0**30),
+            "score_md": ("iops_kiops", 1000.0),
+        }
+        if m.quantity not in fields:
+            return Skip(f"the model does not reproduce {m.quantity!r} of an IO-500 run")
+        name, scale = fields[m.quantity]
+        if operation == "scorex":
+            name, extended = f"extended_{name}", True
+        field = f"extra.{name}"
+    elif operation in IO500_PHASES:
+        expected = "bandwidth" if operation.startswith("ior") else "ops"
+        if m.quantity != expected:
+            return Skip(f"the model gives {operation}'s {expected}, not {m.quantity!r}")
+        field = f"extra.phases.{operation}.score"
+        scale = 2.0**30 if expected == "bandwidth" else 1000.0
+        extended = extended or IO500_PHASES[operation]
+    else:
+        return Skip(
+            f"the model's io500 workload does not run the {operation!r} phase "
+            f"(it runs: {', '.join(IO500_PHASES)})"
+        )
+    phase: dict[str, Any] = {
+        "name": "measured",
+        "workload": "io500",
+        "nodes": c.nodes,
+        "ranks_per_node": c.tasks // c.nodes,
+        "mode": "extended" if extended else "standard",
+    }
+    for key, (option, convert) in IO500_OPTIONS.items():
+        if key in c.extra:
+            phase[option] = convert(c.extra[key])
+    return Plan((phase,), "measured", field, scale)
+
+
 #: Tool -> planner.  Tools without an entry are skipped with the reason.
 PLANNERS: Mapping[str, Callable[[Measurement], Plan | Skip]] = {
     "obdfilter-survey": plan_obdfilter,
     "lnet-selftest": plan_lnet,
     "ior": plan_ior,
     "darshan": plan_darshan,
+    "io500": plan_io500,
 }
 
 
@@ -269,7 +363,10 @@ def _value(result: Any, phase: str, field: str) -> float:
         if p.name == phase:
             node: Any = p.to_dict()
             for part in field.split("."):
-                node = node.get(part) if isinstance(node, dict) else None
+                if isinstance(node, list):  # a list of records: the one named ``part``
+                    node = next((n for n in node if n.get("name") == part), None)
+                else:
+                    node = node.get(part) if isinstance(node, dict) else None
             return math.nan if node is None else float(node)
     return math.nan
 
