@@ -192,6 +192,11 @@ def plan_ior(m: Measurement) -> Plan | Skip:
     }
     if c.stonewall_s:
         measured["stonewall"] = as_seconds(c.stonewall_s)
+        if c.extra.get("stonewall_wear_out"):
+            measured["wear_out"] = True
+    if c.operation == "read" and c.extra.get("reorder"):  # IOR -C (-Q): reads only
+        measured["reorder_tasks"] = True
+        measured["task_per_node_offset"] = int(c.extra.get("task_per_node_offset", 1))
     if small_random:
         measured.update(fidelity="request", target_rel_halfwidth=0.005)
     phases: list[dict[str, Any]] = []
@@ -211,11 +216,137 @@ def plan_ior(m: Measurement) -> Plan | Skip:
     return Plan(tuple(phases), "measured", field[0], field[1])
 
 
+def plan_darshan(m: Measurement) -> Plan | Skip:
+    """A Darshan log's cumulative I/O time: a ``darshan`` replay phase of the same log.
+
+    The replay simulates every POSIX and STDIO call of the log and sums the
+    calls' times as Darshan sums ``F_READ_TIME + F_WRITE_TIME``
+    (``total.sim_io_time_s``), which reproduces the reader's
+    ``io_time_cumulative``.  The slowest rank's, a rank's and a file's
+    ``io_time`` include metadata time and per-rank shares the replay's scalar
+    results do not give, so they are skipped.  Ranks per node come from
+    ``nodes`` (a sidecar) when given, else the phase's default.
+    """
+    if m.quantity != "io_time_cumulative" or m.scope:
+        return Skip(
+            "a Darshan replay reproduces the job's cumulative read+write time "
+            "(io_time_cumulative), not the slowest rank's, a rank's or a file's io_time"
+        )
+    log = m.conditions.extra.get("log")
+    if not isinstance(log, str):
+        return Skip("the measurement does not name its Darshan log (extra.log)")
+    c = m.conditions
+    phase: dict[str, Any] = {
+        "name": "measured",
+        "workload": "darshan",
+        "log": log,
+        "speedup": "none",
+    }
+    if c.nodes and c.tasks:
+        phase["ranks_per_node"] = -(-c.tasks // c.nodes)
+    return Plan((phase,), "measured", "extra.total.sim_io_time_s", 1.0)
+
+
+#: IO-500 phases the ``io500`` workload runs (flashsim/workloads/io500.py ``ORDER``);
+#: the optional ones only in extended mode.
+IO500_PHASES: Mapping[str, bool] = {
+    "ior-easy-write": False,
+    "mdtest-easy-write": False,
+    "ior-hard-write": False,
+    "mdtest-hard-write": False,
+    "find": False,
+    "ior-easy-read": False,
+    "mdtest-easy-stat": False,
+    "ior-hard-read": False,
+    "mdtest-hard-stat": False,
+    "mdtest-easy-delete": False,
+    "mdtest-hard-read": False,
+    "mdtest-hard-delete": False,
+    "ior-rnd4K-easy-read": False,
+    "ior-rnd4K-write": True,
+    "ior-rnd4K-read": True,
+    "ior-rnd1MB-write": True,
+    "ior-rnd1MB-read": True,
+}
+
+#: io500 reader's run-wide option (``extra``) -> ``io500`` phase key, as unit strings.
+IO500_OPTIONS: Mapping[str, tuple[str, Callable[[Any], Any]]] = {
+    "io500_ior_easy_transfer_size_B": ("ior_easy_transfer_size", as_bytes),
+    "io500_ior_easy_block_size_B": ("ior_easy_block_size", as_bytes),
+    "io500_ior_easy_file_per_process": ("ior_easy_file_per_process", bool),
+    "io500_ior_hard_segments": ("ior_hard_segments", int),
+    "io500_mdtest_easy_files_per_proc": ("mdtest_easy_files_per_proc", int),
+    "io500_mdtest_hard_files_per_proc": ("mdtest_hard_files_per_proc", int),
+    "io500_find_nproc": ("find_ranks", int),
+    "io500_stonewall_s": ("stonewall", as_seconds),
+}
+
+
+def plan_io500(m: Measurement) -> Plan | Skip:
+    """An IO-500 phase's bandwidth/ops, or a score: one whole ``io500`` run.
+
+    Every measurement of one IO-500 run gives the same scenario (the run's
+    options, from the reader's ``extra.io500_*``), so :func:`evaluate` runs it
+    once.  The value is the named phase's score (GiB/s x 2**30 to B/s, kIOPS x
+    1000 to 1/s) or the ``[SCORE ]``/``[SCOREX]`` line's; a model whose kind
+    does not implement ``io500`` refuses the scenario (a skip with its message).
+    """
+    missing = _need(m, "tasks", "nodes")
+    if missing:
+        return missing
+    c = m.conditions
+    assert c.tasks is not None and c.nodes is not None
+    if c.tasks % c.nodes:
+        return Skip(f"{c.tasks} tasks do not spread evenly over {c.nodes} nodes")
+    api = c.extra.get("io500_api")
+    if api is not None and str(api).upper() not in ("POSIX", "MPIIO"):
+        return Skip(f"the model's io500 workload runs POSIX/MPI-IO clients, not the {api} API")
+    operation = c.operation or ""
+    extended = c.extra.get("io500_mode") == "extended"
+    if operation in ("score", "scorex"):
+        fields = {
+            "score": ("total_score", 1.0),
+            "score_bw": ("bandwidth_GiBps", 2.0**30),
+            "score_md": ("iops_kiops", 1000.0),
+        }
+        if m.quantity not in fields:
+            return Skip(f"the model does not reproduce {m.quantity!r} of an IO-500 run")
+        name, scale = fields[m.quantity]
+        if operation == "scorex":
+            name, extended = f"extended_{name}", True
+        field = f"extra.{name}"
+    elif operation in IO500_PHASES:
+        expected = "bandwidth" if operation.startswith("ior") else "ops"
+        if m.quantity != expected:
+            return Skip(f"the model gives {operation}'s {expected}, not {m.quantity!r}")
+        field = f"extra.phases.{operation}.score"
+        scale = 2.0**30 if expected == "bandwidth" else 1000.0
+        extended = extended or IO500_PHASES[operation]
+    else:
+        return Skip(
+            f"the model's io500 workload does not run the {operation!r} phase "
+            f"(it runs: {', '.join(IO500_PHASES)})"
+        )
+    phase: dict[str, Any] = {
+        "name": "measured",
+        "workload": "io500",
+        "nodes": c.nodes,
+        "ranks_per_node": c.tasks // c.nodes,
+        "mode": "extended" if extended else "standard",
+    }
+    for key, (option, convert) in IO500_OPTIONS.items():
+        if key in c.extra:
+            phase[option] = convert(c.extra[key])
+    return Plan((phase,), "measured", field, scale)
+
+
 #: Tool -> planner.  Tools without an entry are skipped with the reason.
 PLANNERS: Mapping[str, Callable[[Measurement], Plan | Skip]] = {
     "obdfilter-survey": plan_obdfilter,
     "lnet-selftest": plan_lnet,
     "ior": plan_ior,
+    "darshan": plan_darshan,
+    "io500": plan_io500,
 }
 
 
@@ -232,7 +363,10 @@ def _value(result: Any, phase: str, field: str) -> float:
         if p.name == phase:
             node: Any = p.to_dict()
             for part in field.split("."):
-                node = node.get(part) if isinstance(node, dict) else None
+                if isinstance(node, list):  # a list of records: the one named ``part``
+                    node = next((n for n in node if n.get("name") == part), None)
+                else:
+                    node = node.get(part) if isinstance(node, dict) else None
             return math.nan if node is None else float(node)
     return math.nan
 
@@ -272,7 +406,7 @@ def evaluate(
         model) is skipped with the model's message as the reason.
     """
     anchor = system.resolve().parent / "(check)"
-    cache: dict[str, float | Skip] = {}
+    cache: dict[str, Any] = {}  # plan key -> the run's result, or a Skip
     out: list[Outcome] = []
     for m in measurements:
         tol = tolerance if tolerance is not None else (m.tolerance or DEFAULT_TOLERANCE)
@@ -293,8 +427,11 @@ def evaluate(
                 except ConfigError as exc:
                     cache[key] = Skip(f"the model cannot run it: {exc.expected} ({exc.key})")
                 else:
-                    cache[key] = _value(run_loaded(loaded), p.phase, p.field)
-            value = cache[key]
+                    cache[key] = run_loaded(loaded)
+            # Plans that differ only in the field read (a test's bandwidth and
+            # its IOPS) share one run, not one value.
+            cached = cache[key]
+            value = cached if isinstance(cached, Skip) else _value(cached, p.phase, p.field)
             outcome = (
                 skipped(m, value.reason, tol)
                 if isinstance(value, Skip)
