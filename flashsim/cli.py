@@ -534,24 +534,10 @@ def _drive_from_fio(found: Sequence[Any], out: Path) -> None:
             "expected a model file (--system MODEL.toml) to calibrate; without one only fio "
             f"output writes a drive file (these are {', '.join(tools)} measurements)",
         )
-    try:
-        from flashsim.measurements.drive_file import drive_model_from_fio
-    except ImportError:
-        raise ConfigError(
-            "--system",
-            "",
-            MISSING,
-            "this flashsim has no fio drive-file writer yet (flashsim.measurements.drive_file)",
-        ) from None
-    written = drive_model_from_fio(found, out.stem)
-    out.write_text(written if isinstance(written, str) else _toml_text(written), encoding="utf-8")
+    from flashsim.measurements.drive_file import drive_model_from_fio
+
+    out.write_text(drive_model_from_fio(found, out.stem), encoding="utf-8")
     click.echo(f"wrote {out}")
-
-
-def _toml_text(data: Any) -> str:
-    import tomlkit
-
-    return tomlkit.dumps(data)
 
 
 @main.command()
