@@ -237,7 +237,9 @@ def _choose(
     tools = {m.conditions.tool for m in measurements}
     chosen = [p for p in params if tools & set(p.tools)]
     notes = [
-        f"{p.key}: no {' or '.join(p.tools) or 'reader'} measurement given"
+        f"{p.key}: no {' or '.join(p.tools)} measurement given"
+        if p.tools
+        else f"{p.key}: not fitted by calibrate (it is fitted to {p.measured_by})"
         for p in params
         if p not in chosen
     ]
@@ -406,8 +408,19 @@ def calibrate(
 
 
 def fitted_comment(p: FittedParameter, date: str) -> str:
-    """The comment written beside a fitted value in the new model file."""
-    what = "; ".join(f"{m.id} ({m.source})" for m in p.fitted_to)
+    """The comment written beside a fitted value in the new model file.
+
+    It names one measurement per distinct reproduction (an IOR test's
+    bandwidth and IOPS, summary and iterations, are one run): the whole
+    test's (empty scope) if there is one.
+    """
+    chosen: dict[str, Measurement] = {}
+    for m in p.fitted_to:
+        planned = plan(m)
+        key = planned.key() if isinstance(planned, Plan) else m.id
+        if key not in chosen or (chosen[key].scope and not m.scope):
+            chosen[key] = m
+    what = "; ".join(f"{m.id} ({m.source})" for m in chosen.values())
     return f"CALIBRATED by flashsim calibrate {date}: fitted to {what}"
 
 
