@@ -26,9 +26,7 @@ from tests.cli_helpers import ROOT, run_flashsim
 SEED = Path("tests/data/measurements/seed000")
 #: The seed's measurement files as a user names them (relative to the repository root).
 FILES = sorted(
-    str(p.relative_to(ROOT))
-    for p in (ROOT / SEED).iterdir()
-    if p.suffix in (".txt", ".summary")
+    str(p.relative_to(ROOT)) for p in (ROOT / SEED).iterdir() if p.suffix in (".txt", ".summary")
 )
 MODEL = ROOT / "models" / "systems" / "perlmutter.toml"
 #: The six calibrated parameters moved off today's values (SI value, unit).

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from flashsim.components.drive import load_drive
+from flashsim.components.ssd import SsdSpec
 from flashsim.config import ConfigError
 from flashsim.measurements.calibrate import calibrate
 from flashsim.measurements.model_file import value_text, write_model
@@ -119,7 +120,8 @@ def test_a_parameter_no_measurement_moves_is_left_out_and_named(moved: Path) -> 
     result = calibrate(write_only, moved)
     assert "oss.stack_read_efficiency" not in result.values()
     assert any(
-        n.startswith("oss.stack_read_efficiency: nothing measured moves it") for n in result.not_fitted
+        n.startswith("oss.stack_read_efficiency: nothing measured moves it")
+        for n in result.not_fitted
     )
 
 
@@ -155,11 +157,17 @@ def test_nothing_measured_constrains_a_chosen_parameter(moved: Path) -> None:
 
 def test_fit_keys_that_cannot_be_fitted_are_refused_before_any_run(moved: Path) -> None:
     ms = _bandwidths()
-    with pytest.raises(ConfigError, match=r"'oss\.count' is not a calibratable parameter of a "
-                       r"lustre model \(expected one of: oss\.nic\.ingress_efficiency"):
+    with pytest.raises(
+        ConfigError,
+        match=r"'oss\.count' is not a calibratable parameter of a "
+        r"lustre model \(expected one of: oss\.nic\.ingress_efficiency",
+    ):
         calibrate(ms, moved, fit=["oss.count"])
-    with pytest.raises(ConfigError, match=r"nothing measured constrains oss\.aging\.spread: it "
-                       r"is fitted to aging runs .* drop it from --fit"):
+    with pytest.raises(
+        ConfigError,
+        match=r"nothing measured constrains oss\.aging\.spread: it "
+        r"is fitted to aging runs .* drop it from --fit",
+    ):
         calibrate(ms, moved, fit=["oss.aging.spread"])
 
 
@@ -193,8 +201,10 @@ def test_write_model_keeps_comments_order_and_relocates_drive_paths(tmp_path: Pa
     rpc = changed[1][1]
     assert rpc.index("#") == changed[1][0].index("#")  # the comment column is kept
     assert rpc.startswith('rpc_cost = "25 us"')
-    assert rpc.endswith('# CALIBRATED by test; was "22.04 us": CALIBRATED: 32 cores / 1452.1 '
-                        "kIOPS (Table I read IOPS);")
+    assert rpc.endswith(
+        '# CALIBRATED by test; was "22.04 us": CALIBRATED: 32 cores / 1452.1 '
+        "kIOPS (Table I read IOPS);"
+    )
     assert "ingress_efficiency = 0.9" in changed[3][1] and changed[3][1].endswith("# INLINE")
     model = load_system_model(out).model  # the drive paths resolve from the new directory
     assert model.oss.rpc_cost == pytest.approx(25e-6)
@@ -233,11 +243,16 @@ def test_the_command_refuses_bad_input_with_one_error_line(tmp_path: Path) -> No
 
 def test_fio_output_alone_writes_a_drive_file(tmp_path: Path) -> None:
     fio = ROOT / "tests" / "data" / "measurements" / "fio"
-    names = ["seqread-1m.json", "seqwrite-1m.json", "randread-4k-qd32.json",
-             "randwrite-4k-qd32.json", "qd1-4k.json"]
+    names = [
+        "seqread-1m.json",
+        "seqwrite-1m.json",
+        "randread-4k-qd32.json",
+        "randwrite-4k-qd32.json",
+        "qd1-4k.json",
+    ]
     out = tmp_path / "ci-drive.toml"
     proc = run_flashsim("calibrate", *[str(fio / n) for n in names], "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert f"wrote {out}" in proc.stdout
     drive = load_drive(out)
-    assert drive.read_bandwidth > 0
+    assert isinstance(drive, SsdSpec) and drive.read_bandwidth > 0

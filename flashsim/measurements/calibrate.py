@@ -171,7 +171,8 @@ class _Evaluator:
         """Parameter values at ``x`` (clipped: ``exp(ln(high))`` may round above ``high``)."""
         low = np.array([p.low for p in self.params])
         high = np.array([p.high for p in self.params])
-        return np.clip(self.start * np.exp(x), low, high)
+        clipped: FloatArray = np.clip(self.start * np.exp(x), low, high)
+        return clipped
 
     def overrides(self, x: FloatArray) -> dict[str, object]:
         values = self.values(x)
@@ -388,7 +389,7 @@ def calibrate(
     fitted = tuple(
         FittedParameter(
             parameter=params[j],
-            old=params[j].value if params[j].value is not None else math.nan,
+            old=math.nan if (before := params[j].value) is None else before,
             new=float(fitted_values[j]),
             fitted_to=tuple(measurements[runnable[r]] for r in rows if moved[r, j]),
         )
