@@ -369,6 +369,7 @@ def _tolerance(text: str | None) -> float | None:
 
 def _fitted_table(calibration: Any) -> str:
     """The fitted parameters as a Markdown table (old, new, bounds, fitted to)."""
+    from flashsim.measurements.calibrate import fitted_to_text
     from flashsim.units import format_quantity
 
     def shown(value: float, unit: str) -> str:
@@ -383,8 +384,7 @@ def _fitted_table(calibration: Any) -> str:
         lines.append(
             f"| {p.key} | {shown(p.old, unit)} | {shown(p.new, unit)} | "
             f"{shown(p.parameter.low, unit)} .. {shown(p.parameter.high, unit)} | "
-            + "; ".join(f"{m.id} ({m.source})" for m in p.fitted_to)
-            + " |"
+            f"{fitted_to_text(p)} |"
         )
     return "\n".join(lines)
 

@@ -408,12 +408,11 @@ def calibrate(
     )
 
 
-def fitted_comment(p: FittedParameter, date: str) -> str:
-    """The comment written beside a fitted value in the new model file.
+def fitted_to_text(p: FittedParameter) -> str:
+    """The measurements ``p`` was fitted to, one per distinct reproduction.
 
-    It names one measurement per distinct reproduction (an IOR test's
-    bandwidth and IOPS, summary and iterations, are one run): the whole
-    test's (empty scope) if there is one.
+    An IOR test's bandwidth and IOPS, of its summary and of each iteration,
+    are one run: it is named by the whole test's (empty scope) measurement.
     """
     chosen: dict[str, Measurement] = {}
     for m in p.fitted_to:
@@ -421,7 +420,12 @@ def fitted_comment(p: FittedParameter, date: str) -> str:
         key = planned.key() if isinstance(planned, Plan) else m.id
         if key not in chosen or (chosen[key].scope and not m.scope):
             chosen[key] = m
-    what = "; ".join(f"{m.id} ({m.source})" for m in chosen.values())
+    return "; ".join(f"{m.id} ({m.source})" for m in chosen.values())
+
+
+def fitted_comment(p: FittedParameter, date: str) -> str:
+    """The comment written beside a fitted value in the new model file."""
+    what = fitted_to_text(p)
     return f"CALIBRATED by flashsim calibrate {date}: fitted to {what}"
 
 
