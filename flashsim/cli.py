@@ -390,7 +390,10 @@ def _tolerance(text: str | None) -> float | None:
         value = float("nan")
     if not (0.0 <= value < float("inf")):
         raise ConfigError(
-            "--tolerance", "", text, "expected a relative tolerance >= 0, e.g. 0.1 or 10%"
+            "command line",
+            "--tolerance",
+            text,
+            "expected a relative tolerance >= 0, e.g. 0.1 or 10%",
         )
     return value
 
