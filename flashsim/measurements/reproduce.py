@@ -322,11 +322,43 @@ def plan_fio(m: Measurement) -> Skip:
     return Skip(FIO_REASON)
 
 
+def plan_darshan(m: Measurement) -> Plan | Skip:
+    """A Darshan log's cumulative I/O time: a ``darshan`` replay phase of the same log.
+
+    The replay simulates every POSIX and STDIO call of the log and sums the
+    calls' times as Darshan sums ``F_READ_TIME + F_WRITE_TIME``
+    (``total.sim_io_time_s``), which reproduces the reader's
+    ``io_time_cumulative``.  The slowest rank's, a rank's and a file's
+    ``io_time`` include metadata time and per-rank shares the replay's scalar
+    results do not give, so they are skipped.  Ranks per node come from
+    ``nodes`` (a sidecar) when given, else the phase's default.
+    """
+    if m.quantity != "io_time_cumulative" or m.scope:
+        return Skip(
+            "a Darshan replay reproduces the job's cumulative read+write time "
+            "(io_time_cumulative), not the slowest rank's, a rank's or a file's io_time"
+        )
+    log = m.conditions.extra.get("log")
+    if not isinstance(log, str):
+        return Skip("the measurement does not name its Darshan log (extra.log)")
+    c = m.conditions
+    phase: dict[str, Any] = {
+        "name": "measured",
+        "workload": "darshan",
+        "log": log,
+        "speedup": "none",
+    }
+    if c.nodes and c.tasks:
+        phase["ranks_per_node"] = -(-c.tasks // c.nodes)
+    return Plan((phase,), "measured", "extra.total.sim_io_time_s", 1.0)
+
+
 #: Tool -> planner.  Tools without an entry are skipped with the reason.
 PLANNERS: Mapping[str, Callable[[Measurement], Plan | Skip]] = {
     "obdfilter-survey": plan_obdfilter,
     "lnet-selftest": plan_lnet,
     "ior": plan_ior,
+    "darshan": plan_darshan,
     "fio": plan_fio,
 }
 

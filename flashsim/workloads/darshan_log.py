@@ -675,6 +675,7 @@ def _build_trace(path: Path, raw: dict[str, Any], rng: np.random.Generator) -> J
         notes=tuple(notes),
         recorded_on=_recorded_on(raw, files, records),
         unreplayed=unreplayed,
+        command_line=exe,
     )
 
 

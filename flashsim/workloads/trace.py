@@ -219,6 +219,9 @@ class JobTrace:
     unreplayed : tuple of UnreplayedModule
         Modules of the source whose calls are not in :attr:`ops` (and not in
         :attr:`records`), with their own counts.
+    command_line : str
+        The job's command line as the source recorded it (a Darshan log's
+        ``exe`` line), ``""`` if unknown.
     """
 
     name: str
@@ -232,6 +235,7 @@ class JobTrace:
     notes: tuple[str, ...] = field(default_factory=tuple)
     recorded_on: str = ""
     unreplayed: tuple[UnreplayedModule, ...] = ()
+    command_line: str = ""
 
     def check(self) -> None:
         """Raise ``ValueError`` naming the first inconsistency (ranks, files, records, order)."""
