@@ -223,3 +223,13 @@ def test_on_outcome_sees_every_measurement_in_order() -> None:
     ms = [obdfilter(OST_WRITE_Bps, target=1), obdfilter(OST_WRITE_Bps, target=999)]
     out = evaluate(ms, PERLMUTTER, on_outcome=seen.append)
     assert seen == out and [o.id for o in out] == [m.id for m in ms]
+
+
+def test_an_obdfilter_aggregate_over_several_osts_skips() -> None:
+    m = obdfilter(8 * OST_WRITE_Bps)
+    many = dataclasses.replace(
+        m, conditions=dataclasses.replace(m.conditions, extra={"ost_count": 8})
+    )
+    p = plan(many)
+    assert isinstance(p, Skip) and "8 OSTs" in p.reason
+    assert isinstance(plan(m), Plan)

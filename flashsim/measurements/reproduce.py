@@ -106,7 +106,13 @@ def _field(m: Measurement) -> tuple[str, float] | Skip:
 
 
 def plan_obdfilter(m: Measurement) -> Plan | Skip:
-    """obdfilter-survey on one OST: the Lustre ``obdfilter-survey`` phase."""
+    """obdfilter-survey on one OST: the Lustre ``obdfilter-survey`` phase.
+
+    The OST is the measurement's ``target`` (a sidecar's), else OST 0.  A
+    line that drove several OSTs at once (``extra.ost_count`` > 1: its
+    bandwidth is their sum) is skipped: the phase drives one OST, and summing
+    one OST's value would hide which OST is slow.
+    """
     missing = _need(m, "operation", "threads", "objects", "transfer_size_B")
     if missing:
         return missing
@@ -114,6 +120,12 @@ def plan_obdfilter(m: Measurement) -> Plan | Skip:
     if isinstance(field, Skip):
         return field
     c = m.conditions
+    osts = c.extra.get("ost_count", 1)
+    if isinstance(osts, (int, float)) and not isinstance(osts, bool) and osts > 1:
+        return Skip(
+            f"an aggregate over {osts:g} OSTs run at once: the model reproduces one OST's "
+            "obdfilter-survey (run the survey per OST, or give each OST its own file)"
+        )
     phase: dict[str, Any] = {
         "name": "measured",
         "workload": "obdfilter-survey",
