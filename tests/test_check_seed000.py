@@ -64,3 +64,16 @@ def test_one_ost_15_percent_low_fails_naming_that_record(tmp_path: Path) -> None
     assert (suite.tests, suite.failures, suite.skipped) == (8, 1, 0)
     failures = [case.name for case in suite if any(isinstance(r, Failure) for r in case.result)]
     assert len(failures) == 1 and failures[0] in row
+
+
+def test_check_on_a_terminal_counts_measurements_and_piped_prints_none() -> None:
+    from tests.test_progress import _in_a_pty
+
+    one = str(DATA / "ost000.txt")
+    now = {"FLASHSIM_PROGRESS_INTERVAL": "0 s"}
+    rc, out, tty = _in_a_pty(["check", one, "--system", PERLMUTTER], now)
+    assert rc == 0, tty
+    assert "check 0/2 measurement" in tty and "ost000:" in tty
+    assert out.splitlines()[-1] == "2 passed, 0 failed"
+    rc, out, tty = _in_a_pty(["check", one, "--system", PERLMUTTER, "--json"], now)
+    assert rc == 0 and tty == "" and out.lstrip().startswith("[")
