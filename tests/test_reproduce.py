@@ -233,3 +233,19 @@ def test_an_obdfilter_aggregate_over_several_osts_skips() -> None:
     p = plan(many)
     assert isinstance(p, Skip) and "8 OSTs" in p.reason
     assert isinstance(plan(m), Plan)
+
+
+def test_an_oss_beyond_the_model_skips_with_the_models_message() -> None:
+    conditions = Conditions(
+        tool="lnet-selftest",
+        operation="write",
+        sources=2,
+        concurrency=8,
+        transfer_size_B=1 * MiB,
+        target=999,
+        extra={"cross_group": True},
+    )
+    m = Measurement("lst:write:bandwidth", "bandwidth", 4e10, "B/s", conditions, "lst.txt:3")
+    (outcome,) = evaluate([m], PERLMUTTER)
+    assert outcome.status == "skip" and outcome.reason.startswith("the model cannot run it: ")
+    assert "999" in outcome.reason

@@ -158,3 +158,23 @@ def test_the_validate_table_keeps_published_units_and_its_count_line() -> None:
 def test_si_units_show_readably(unit: str, quantity: str, measured: float, shown: str) -> None:
     row = Outcome("m", "f:1", quantity, unit, measured, measured, 0.0, 0.1, None, "within", True)
     assert shown in format_table([row], reference="measured")
+
+
+def test_junit_classnames_group_by_a_one_word_quantity_only() -> None:
+    from flashsim.measurements.outcome import junit_xml
+
+    def row(quantity: str) -> Outcome:
+        return Outcome("r", "s", quantity, "GB/s", 1.0, 1.0, 0.0, 0.1, None, "within", True)
+
+    xml = junit_xml([row("bandwidth"), row("latency_p99.9"), row("IOR bw (vs 3.2 GB/s)")], "s")
+    assert 'classname="s.bandwidth"' in xml
+    assert xml.count('classname="s"') == 2
+
+
+def test_a_bar_in_a_skip_reason_does_not_split_the_row() -> None:
+    from flashsim.measurements.outcome import skipped
+    from flashsim.measurements.record import Conditions, Measurement
+
+    m = Measurement("m", "bandwidth", 1e9, "B/s", Conditions("x"), "f:1")
+    row = format_table([skipped(m, "a | b", 0.1)], reference="measured").splitlines()[2]
+    assert row.count(" | ") == 10 - 1 and row.endswith("| skip: a \\| b |")
