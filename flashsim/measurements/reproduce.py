@@ -164,10 +164,11 @@ def plan_lnet(m: Measurement) -> Plan | Skip:
     return Plan((phase,), "measured", field[0], field[1])
 
 
-#: ``Conditions.extra`` keys an IOR reader fills: ``-i`` repetitions, ``-C`` reorder
-#: and ``-Q`` its offset in nodes (the first spelling found is used).
+#: ``Conditions.extra`` keys an IOR reader fills: ``-i`` repetitions, ``-C``/``-Z``
+#: reorder (any one set) and ``-Q`` its offset in nodes (the first spelling found).
+#: ``-O stoneWallingWearOut=1`` is ``extra.stonewall_wear_out``.
 IOR_REPETITIONS = ("repetitions", "reps")
-IOR_REORDER = ("reorder_tasks", "reorder", "reord")
+IOR_REORDER = ("reorder_tasks", "reorder", "reord", "reorder_random")
 IOR_REORDER_OFFSET = ("task_per_node_offset", "reorder_offset", "reordoff")
 
 #: Largest transfer of the write that lays out a read's files (a multiple of the
@@ -298,6 +299,8 @@ def plan_ior(m: Measurement) -> Plan | Skip:
         measured["repetitions"] = repetitions
     if c.stonewall_s:
         measured["stonewall"] = as_seconds(c.stonewall_s)
+        if c.extra.get("stonewall_wear_out"):
+            measured["wear_out"] = True
     if small_random:
         measured.update(fidelity="request", target_rel_halfwidth=SMALL_RANDOM_HALFWIDTH)
     phases: list[dict[str, Any]] = []
@@ -315,7 +318,9 @@ def plan_ior(m: Measurement) -> Plan | Skip:
             dataset["wear_out"] = True
         phases.append(dataset)
         measured.update(dataset="measured-files", drop_caches=True)
-        if bool(_extra(m, IOR_REORDER)):
+        # IOR -C (-Q) reorders reads only; -Z (random reorder) defeats the client
+        # cache the same way and is run as -C
+        if any(bool(c.extra.get(k)) for k in IOR_REORDER):
             measured.update(reorder_tasks=True, task_per_node_offset=offset)
     phases.append(measured)
     name, scale = field
@@ -365,12 +370,106 @@ def plan_darshan(m: Measurement) -> Plan | Skip:
     return Plan((phase,), "measured", "extra.total.sim_io_time_s", 1.0)
 
 
+#: IO-500 phases the ``io500`` workload runs (flashsim/workloads/io500.py ``ORDER``);
+#: the optional ones only in extended mode.
+IO500_PHASES: Mapping[str, bool] = {
+    "ior-easy-write": False,
+    "mdtest-easy-write": False,
+    "ior-hard-write": False,
+    "mdtest-hard-write": False,
+    "find": False,
+    "ior-easy-read": False,
+    "mdtest-easy-stat": False,
+    "ior-hard-read": False,
+    "mdtest-hard-stat": False,
+    "mdtest-easy-delete": False,
+    "mdtest-hard-read": False,
+    "mdtest-hard-delete": False,
+    "ior-rnd4K-easy-read": False,
+    "ior-rnd4K-write": True,
+    "ior-rnd4K-read": True,
+    "ior-rnd1MB-write": True,
+    "ior-rnd1MB-read": True,
+}
+
+#: io500 reader's run-wide option (``extra``) -> ``io500`` phase key, as unit strings.
+IO500_OPTIONS: Mapping[str, tuple[str, Callable[[Any], Any]]] = {
+    "io500_ior_easy_transfer_size_B": ("ior_easy_transfer_size", as_bytes),
+    "io500_ior_easy_block_size_B": ("ior_easy_block_size", as_bytes),
+    "io500_ior_easy_file_per_process": ("ior_easy_file_per_process", bool),
+    "io500_ior_hard_segments": ("ior_hard_segments", int),
+    "io500_mdtest_easy_files_per_proc": ("mdtest_easy_files_per_proc", int),
+    "io500_mdtest_hard_files_per_proc": ("mdtest_hard_files_per_proc", int),
+    "io500_find_nproc": ("find_ranks", int),
+    "io500_stonewall_s": ("stonewall", as_seconds),
+}
+
+
+def plan_io500(m: Measurement) -> Plan | Skip:
+    """An IO-500 phase's bandwidth/ops, or a score: one whole ``io500`` run.
+
+    Every measurement of one IO-500 run gives the same scenario (the run's
+    options, from the reader's ``extra.io500_*``), so :func:`evaluate` runs it
+    once.  The value is the named phase's score (GiB/s x 2**30 to B/s, kIOPS x
+    1000 to 1/s) or the ``[SCORE ]``/``[SCOREX]`` line's; a model whose kind
+    does not implement ``io500`` refuses the scenario (a skip with its message).
+    """
+    missing = _need(m, "tasks", "nodes")
+    if missing:
+        return missing
+    c = m.conditions
+    assert c.tasks is not None and c.nodes is not None
+    if c.tasks % c.nodes:
+        return Skip(f"{c.tasks} tasks do not spread evenly over {c.nodes} nodes")
+    api = c.extra.get("io500_api")
+    if api is not None and str(api).upper() not in ("POSIX", "MPIIO"):
+        return Skip(f"the model's io500 workload runs POSIX/MPI-IO clients, not the {api} API")
+    operation = c.operation or ""
+    extended = c.extra.get("io500_mode") == "extended"
+    if operation in ("score", "scorex"):
+        fields = {
+            "score": ("total_score", 1.0),
+            "score_bw": ("bandwidth_GiBps", 2.0**30),
+            "score_md": ("iops_kiops", 1000.0),
+        }
+        if m.quantity not in fields:
+            return Skip(f"the model does not reproduce {m.quantity!r} of an IO-500 run")
+        name, scale = fields[m.quantity]
+        if operation == "scorex":
+            name, extended = f"extended_{name}", True
+        field = f"extra.{name}"
+    elif operation in IO500_PHASES:
+        expected = "bandwidth" if operation.startswith("ior") else "ops"
+        if m.quantity != expected:
+            return Skip(f"the model gives {operation}'s {expected}, not {m.quantity!r}")
+        field = f"extra.phases.{operation}.score"
+        scale = 2.0**30 if expected == "bandwidth" else 1000.0
+        extended = extended or IO500_PHASES[operation]
+    else:
+        return Skip(
+            f"the model's io500 workload does not run the {operation!r} phase "
+            f"(it runs: {', '.join(IO500_PHASES)})"
+        )
+    phase: dict[str, Any] = {
+        "name": "measured",
+        "workload": "io500",
+        "nodes": c.nodes,
+        "ranks_per_node": c.tasks // c.nodes,
+        "mode": "extended" if extended else "standard",
+    }
+    for key, (option, convert) in IO500_OPTIONS.items():
+        if key in c.extra:
+            phase[option] = convert(c.extra[key])
+    return Plan((phase,), "measured", field, scale)
+
+
 #: Tool -> planner.  Tools without an entry are skipped with the reason.
 PLANNERS: Mapping[str, Callable[[Measurement], Plan | Skip]] = {
     "obdfilter-survey": plan_obdfilter,
     "lnet-selftest": plan_lnet,
     "ior": plan_ior,
     "darshan": plan_darshan,
+    "io500": plan_io500,
     "fio": plan_fio,
 }
 
@@ -384,15 +483,21 @@ def plan(m: Measurement) -> Plan | Skip:
 
 
 def _value(result: Any, phase: str, field: str) -> float:
-    """A dotted field of a phase's result (a list element by its index), NaN if absent."""
+    """A dotted field of a phase's result, NaN if absent.
+
+    A part after a list is an element's index (``extra.repetitions.1``) or the
+    ``name`` of a record in it (``extra.phases.ior-easy-write``).
+    """
     for p in result.phases:
         if p.name == phase:
             node: Any = p.to_dict()
             for part in field.split("."):
                 if isinstance(node, dict):
                     node = node.get(part)
-                elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                    node = node[int(part)]
+                elif isinstance(node, list) and part.isdigit():  # a list element by index
+                    node = node[int(part)] if int(part) < len(node) else None
+                elif isinstance(node, list):  # a list of records: the one named ``part``
+                    node = next((n for n in node if n.get("name") == part), None)
                 else:
                     node = None
             return math.nan if node is None else float(node)
@@ -467,6 +572,8 @@ def evaluate(
                 else:
                     with shown.task(m.id):
                         runs[key] = run_loaded(loaded)
+            # Plans that differ only in the field read (a test's bandwidth and
+            # its IOPS, the summary and an iteration) share one run, not one value.
             run = runs[key]
             if isinstance(run, Skip):
                 outcome = skipped(m, run.reason, tol)
