@@ -249,3 +249,13 @@ def test_an_oss_beyond_the_model_skips_with_the_models_message() -> None:
     (outcome,) = evaluate([m], PERLMUTTER)
     assert outcome.status == "skip" and outcome.reason.startswith("the model cannot run it: ")
     assert "999" in outcome.reason
+
+
+def test_a_write_the_client_cache_absorbs_skips_with_the_reason() -> None:
+    """64 MiB buffered per rank fits the client cache: no time, no bandwidth to compare."""
+    m = ior("write", tasks=2, nodes=1, block_size_B=64 * MiB, segments=1, fsync=False)
+    (outcome,) = evaluate([m], PERLMUTTER)
+    assert outcome.status == "skip" and "page cache" in outcome.reason
+    (synced,) = evaluate([dataclasses.replace(m, conditions=dataclasses.replace(
+        m.conditions, fsync=True))], PERLMUTTER)  # fmt: skip
+    assert synced.status != "skip"

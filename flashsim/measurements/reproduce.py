@@ -504,6 +504,14 @@ def _value(result: Any, phase: str, field: str) -> float:
     return math.nan
 
 
+def no_value_reason(field: str) -> str:
+    """Why a run that completed gives no value to compare (a skip's reason)."""
+    return (
+        f"the model's run gives no finite {field}: nothing was timed (e.g. a buffered "
+        "write the client page cache absorbs whole; add fsync or a larger block)"
+    )
+
+
 def evaluate(
     measurements: Sequence[Measurement],
     system: Path,
@@ -582,7 +590,7 @@ def evaluate(
                 outcome = (
                     outcome_of(m, value * p.scale, tol)
                     if math.isfinite(value)
-                    else skipped(m, f"the run gives no {p.field} for this measurement", tol)
+                    else skipped(m, no_value_reason(p.field), tol)
                 )
         out.append(outcome)
         if on_outcome is not None:
