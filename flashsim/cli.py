@@ -1,8 +1,9 @@
-"""The ``flashsim`` command line: run, replay, validate, calibrate, describe, sweep.
+"""The ``flashsim`` command line: run, replay, validate, check, calibrate, describe, sweep.
 
 Every command takes ``--json`` for machines.  A bad file or value prints one
 ``error:`` line naming the file, key, value and what was expected, and exits
-with status 2; ``validate`` exits 1 when a record fails.
+with status 2; ``validate`` exits 1 when a record fails, ``check`` when a
+measurement does.
 
 This module imports only click and light modules at the top: each command
 imports the machinery it needs (pydantic schemas, the simulator, pandas, Dask)
@@ -33,10 +34,10 @@ RUN_FORMATS = ("text", "json")
 
 
 #: Exit statuses of every command (also in ``flashsim --help``).
-EXIT_CODES = """Exit status: 0 success; 1 a validation record failed; 2 a bad file, value or
-option (one 'error:' line naming the file, key and value); 3 an internal error (a flashsim
-bug: one line, the traceback with --debug); 4 a run stopped by --max-wall or --max-memory
-(the phases completed are printed)."""
+EXIT_CODES = """Exit status: 0 success; 1 a validation record or measurement failed; 2 a
+bad file, value or option (one 'error:' line naming the file, key and value); 3 an internal
+error (a flashsim bug: one line, the traceback with --debug); 4 a run stopped by --max-wall or
+--max-memory (the phases completed are printed)."""
 
 
 def _debug() -> bool:
@@ -307,6 +308,31 @@ def replay(
         click.echo(format_run_text(result, process_wall_s=process_wall_s()))
 
 
+def junit_option(suite: str) -> Callable[[F], F]:
+    """The ``--junit FILE`` option (JUnit XML of the verdicts, one test case each)."""
+    return click.option(
+        "--junit",
+        "junit_path",
+        type=click.Path(dir_okay=False, path_type=Path),
+        default=None,
+        metavar="FILE",
+        help=f"Also write the verdicts as JUnit XML to FILE (test suite {suite!r}; one test "
+        "case per record, failed or skipped ones marked) for a CI system's test report.",
+    )
+
+
+def _write_junit(path: Path | None, results: Sequence[Any], suite: str) -> None:
+    """Write ``results`` as JUnit XML to ``path`` (an unwritable path is a bad input)."""
+    if path is None:
+        return
+    from flashsim.measurements.outcome import junit_xml
+
+    try:
+        path.write_text(junit_xml(results, suite), encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), "--junit", MISSING, f"cannot write it ({exc})") from None
+
+
 @main.command(name="validate")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON array of records.")
 @click.option("--only", default="", help="Run only records whose id contains this substring.")
@@ -318,8 +344,9 @@ def replay(
     show_default=True,
     help="Directory of validation records.",
 )
+@junit_option("flashsim validate")
 @_clean_errors
-def validate_cmd(as_json: bool, only: str, directory: Path) -> None:
+def validate_cmd(as_json: bool, only: str, directory: Path, junit_path: Path | None) -> None:
     """Run every validation record and print published vs simulated values.
 
     Exits 1 when any record falls outside its tolerance.
@@ -343,30 +370,132 @@ def validate_cmd(as_json: bool, only: str, directory: Path) -> None:
         progress.task("validate", total=len(records), unit="record") as done,
     ):
         results = run_records(records, on_record=lambda _result: done.advance())
+    _write_junit(junit_path, results, "flashsim validate")
     if as_json:
         click.echo(_dumps([r.to_dict() for r in results]))
     else:
         click.echo(format_table(results) if results else "no validation records")
-    if any(not r.passed for r in results):
+    if any(r.status == "fail" for r in results):
         sys.exit(1)
 
 
-# ------------------------------------------------------------------ calibrate
 def _tolerance(text: str | None) -> float | None:
-    """``--tolerance`` as a fraction (``0.05`` or ``5%``)."""
+    """``--tolerance`` as a fraction: ``0.05`` or ``5%``."""
     if text is None:
         return None
+    raw = text.strip()
     try:
-        value = float(text[:-1]) / 100.0 if text.strip().endswith("%") else float(text)
+        value = float(raw[:-1]) / 100.0 if raw.endswith("%") else float(raw)
     except ValueError:
-        value = -1.0
-    if not 0.0 < value < 1.0:
+        value = float("nan")
+    if not (0.0 <= value < float("inf")):
         raise ConfigError(
-            "--tolerance", "", text, "expected a relative tolerance in (0, 1), e.g. 0.05 or 5%"
+            "command line",
+            "--tolerance",
+            text,
+            "expected a relative tolerance >= 0, e.g. 0.1 or 10%",
         )
     return value
 
 
+@main.command(name="check")
+@click.argument(
+    "measurements", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--system",
+    "system",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Model file of the measured system.",
+)
+@click.option(
+    "--tool",
+    default=None,
+    metavar="TOOL",
+    help="Read every file as this tool's output (fio, ior, io500, obdfilter-survey, "
+    "lnet-selftest, darshan) instead of recognising it.",
+)
+@click.option(
+    "--tolerance",
+    "tolerance_text",
+    default=None,
+    metavar="REL",
+    help="Relative tolerance of every measurement (0.1 or 10%), overriding a sidecar's "
+    "'tolerance'; default: the sidecar's, else 10%.",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a model value, spelled as for run: --set system.oss.rpc_cost='25 us' (the "
+    "'system.' prefix may be left out here: check changes only the model).",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Seed of every run."
+)
+@click.option(
+    "--strict", is_flag=True, help="Fail (exit 1) when a measurement cannot be reproduced too."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array of verdicts.")
+@junit_option("flashsim check")
+@_clean_errors
+def check_cmd(
+    measurements: Sequence[Path],
+    system: Path,
+    tool: str | None,
+    tolerance_text: str | None,
+    sets: Sequence[str],
+    seed: int,
+    strict: bool,
+    as_json: bool,
+    junit_path: Path | None,
+) -> None:
+    """Reproduce each measurement in MEASUREMENTS (benchmark tools' outputs) on a model.
+
+    Each file is read by the reader of its tool (fio, IOR, IO-500,
+    obdfilter-survey, LNet Self-Test, Darshan), completed by its sidecar
+    <file>.conditions.toml; each measurement's conditions become a scenario
+    run on the model, and the simulated value is compared with the measured
+    one.  A measurement the model cannot reproduce is listed as skipped with
+    the reason.  Exit status 1 when a measurement is outside its tolerance
+    (or, with --strict, skipped), 2 for a bad file or value.
+    """
+    from flashsim.config import model_overrides
+    from flashsim.measurements.outcome import format_table
+    from flashsim.measurements.readers import read_measurements
+    from flashsim.measurements.reproduce import evaluate
+    from flashsim.progress import Progress
+
+    tolerance = _tolerance(tolerance_text)
+    if not system.is_file():
+        raise ConfigError(str(system), "", MISSING, "no such model file (--system)")
+    read = read_measurements(measurements, tool)
+    overrides = model_overrides(_overrides(sets))
+    # measurements done and each one's run on stderr when it is a terminal (flashsim.progress)
+    with (
+        Progress(enabled=not as_json) as progress,
+        progress.task("check", total=len(read), unit="measurement") as done,
+    ):
+        results = evaluate(
+            read,
+            system,
+            overrides=overrides,
+            tolerance=tolerance,
+            seed=seed,
+            on_outcome=lambda _outcome: done.advance(),
+        )
+    _write_junit(junit_path, results, "flashsim check")
+    if as_json:
+        click.echo(_dumps([r.to_dict() for r in results]))
+    else:
+        click.echo(format_table(results, reference="measured"))
+    if any(r.status == "fail" or (strict and r.status == "skip") for r in results):
+        sys.exit(1)
+
+
+# ------------------------------------------------------------------ calibrate
 def _fitted_table(calibration: Any) -> str:
     """The fitted parameters as a Markdown table (old, new, bounds, fitted to)."""
     from flashsim.measurements.calibrate import fitted_to_text
@@ -423,8 +552,18 @@ def _fitted_table(calibration: Any) -> str:
 @click.option(
     "--tolerance",
     default=None,
+    metavar="REL",
     help="Relative tolerance of every measurement in the report (0.05 or 5%; default: "
-    "each measurement's own, else 10%).",
+    "the sidecar's, else 10%).",
+)
+@click.option(
+    "--tool",
+    default=None,
+    metavar="TOOL",
+    help="Read every file as this tool's output instead of recognising it (as for check).",
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Seed of every run."
 )
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fit and outcomes as JSON.")
@@ -436,6 +575,8 @@ def calibrate_cmd(
     fit: Sequence[str],
     predict: Sequence[Path],
     tolerance: str | None,
+    tool: str | None,
+    seed: int,
     force: bool,
     as_json: bool,
 ) -> None:
@@ -457,8 +598,8 @@ def calibrate_cmd(
         )
     if not out.resolve().parent.is_dir():
         raise ConfigError(str(out), "", MISSING, "its directory does not exist")
-    found = read_measurements(measurements)
-    predicted = read_measurements(predict) if predict else []
+    found = read_measurements(measurements, tool)
+    predicted = read_measurements(predict, tool) if predict else []
     if system is None:
         _drive_from_fio(found, out)
         return
@@ -477,7 +618,7 @@ def calibrate_cmd(
         progress.task("calibrate", unit="run") as runs,
     ):
         result = calibrate(
-            found, system, keys or None, predicted, tol, on_run=lambda: runs.advance()
+            found, system, keys or None, predicted, tol, seed, on_run=lambda: runs.advance()
         )
     date = datetime.now(UTC).date().isoformat()
     write_model(

@@ -13,13 +13,18 @@ simulated value comes from:
 
 ``comparison`` is ``within`` (``|sim/pub - 1| <= tolerance``), ``at_least``
 (``sim >= pub * (1 - tolerance)``) or ``at_most`` (``sim <= pub * (1 + tolerance)``).
+
+A record is a :class:`~flashsim.measurements.record.Measurement` (tool
+``published``, :func:`record_measurement`) judged by
+:func:`flashsim.measurements.outcome.outcome_of` and printed by
+:func:`flashsim.measurements.outcome.format_table`, the code ``flashsim check``
+uses for a site's own measurements, so the two commands cannot drift apart.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -27,10 +32,23 @@ from pydantic import Field, model_validator
 
 from flashsim.config import ConfigError, StrictModel, load_toml, validate
 from flashsim.measure.results import RunResult
+from flashsim.measurements.outcome import Outcome, compare, format_table, outcome_of
+from flashsim.measurements.record import Conditions, Measurement, Role
 from flashsim.progress import current
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
 
-Role = Literal["calibration", "prediction"]
+__all__ = [
+    "PUBLISHED",
+    "RecordFile",
+    "RecordResult",
+    "RecordSpec",
+    "Role",
+    "compare",
+    "format_table",
+    "load_records",
+    "record_measurement",
+    "run_records",
+]
 
 
 class RecordSpec(StrictModel):
@@ -70,40 +88,32 @@ class RecordFile(StrictModel):
     record: Annotated[list[RecordSpec], Field(min_length=1)]
 
 
-@dataclass
-class RecordResult:
-    """The outcome of one record (the ``flashsim validate --json`` element)."""
+#: The outcome of one record (the ``flashsim validate --json`` element): the same
+#: :class:`~flashsim.measurements.outcome.Outcome` ``flashsim check`` gives.
+RecordResult = Outcome
 
-    id: str
-    source: str
-    quantity: str
-    unit: str
-    published: float
-    simulated: float
-    rel_error: float
-    tolerance: float
-    role: Role
-    comparison: str
-    passed: bool
-    note: str = ""
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able form (non-finite numbers become ``None``)."""
-        return {
-            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-            for k, v in vars(self).items()
-        }
+#: The tool of a published record (:attr:`Conditions.tool`).
+PUBLISHED = "published"
 
 
-def compare(published: float, simulated: float, tolerance: float, comparison: str) -> bool:
-    """Whether ``simulated`` meets ``published`` under the record's comparison."""
-    if not math.isfinite(simulated):
-        return False
-    if comparison == "at_least":
-        return simulated >= published * (1.0 - tolerance)
-    if comparison == "at_most":
-        return simulated <= published * (1.0 + tolerance)
-    return abs(simulated / published - 1.0) <= tolerance
+def record_measurement(rec: RecordSpec) -> Measurement:
+    """A validation record as a :class:`~flashsim.measurements.record.Measurement`.
+
+    The published value is the measured one, the publication its source; the
+    record's tolerance, comparison, role and note go with it.
+    """
+    return Measurement(
+        id=rec.id,
+        quantity=rec.quantity,
+        value=rec.published,
+        unit=rec.unit,
+        conditions=Conditions(tool=PUBLISHED),
+        source=rec.source,
+        tolerance=rec.tolerance,
+        comparison=rec.comparison,
+        role=rec.role,
+        note=rec.note,
+    )
 
 
 def _field_of(run: RunResult, phase_name: str, field: str, where: str) -> float:
@@ -169,42 +179,8 @@ def run_records(
                     where, "derived", rec.derived, f"expected one of: {', '.join(sorted(derived))}"
                 )
             value = derived[rec.derived] * rec.scale
-        rel_error = value / rec.published - 1.0 if rec.published else math.nan
-        result = RecordResult(
-            id=rec.id,
-            source=rec.source,
-            quantity=rec.quantity,
-            unit=rec.unit,
-            published=rec.published,
-            simulated=value,
-            rel_error=rel_error,
-            tolerance=rec.tolerance,
-            role=rec.role,
-            comparison=rec.comparison,
-            passed=compare(rec.published, value, rec.tolerance, rec.comparison),
-            note=rec.note,
-        )
+        result = outcome_of(record_measurement(rec), value, rec.tolerance)
         results.append(result)
         if on_record is not None:
             on_record(result)
     return results
-
-
-def format_table(results: list[RecordResult]) -> str:
-    """The validation table as Markdown (printed by ``flashsim validate``)."""
-    symbol = {"within": "±", "at_least": "≥ −", "at_most": "≤ +"}
-    lines = [
-        "| id | source | quantity | published | simulated | unit | error | tolerance | role | ok |",
-        "|---|---|---|---:|---:|---|---:|---:|---|---|",
-    ]
-    for r in results:
-        lines.append(
-            f"| {r.id} | {r.source} | {r.quantity} | {r.published:.4g} | {r.simulated:.4g} | "
-            f"{r.unit} | {100 * r.rel_error:+.1f}% | "
-            f"{symbol[r.comparison]}{100 * r.tolerance:.0f}% | "
-            f"{r.role} | {'pass' if r.passed else 'FAIL'} |"
-        )
-    n_fail = sum(not r.passed for r in results)
-    lines.append("")
-    lines.append(f"{len(results) - n_fail} passed, {n_fail} failed")
-    return "\n".join(lines)

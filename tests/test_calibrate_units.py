@@ -232,7 +232,7 @@ def test_the_command_refuses_bad_input_with_one_error_line(tmp_path: Path) -> No
     assert line == f"error: {existing}: exists: give --force to overwrite it, or another --out"
     out = str(tmp_path / "new.toml")
     line = _error_line([summary, "--system", str(MODEL), "--out", out, "--tolerance", "two"])
-    assert "--tolerance: expected a relative tolerance in (0, 1)" in line
+    assert "'--tolerance' = 'two': expected a relative tolerance" in line
     line = _error_line([summary, "--out", out])
     assert "expected a model file (--system MODEL.toml)" in line
     assert "these are obdfilter-survey measurements" in line

@@ -134,6 +134,33 @@ def skipped(measurement: Measurement, reason: str, tolerance: float) -> Outcome:
 _SYMBOL = {"within": "±", "at_least": "≥ −", "at_most": "≤ +"}
 
 
+def display_unit(unit: str, quantity: str, reference: float) -> tuple[str, float]:
+    """The unit a table shows a value in, and the factor from ``unit`` to it.
+
+    Only the SI units readers emit are converted (``B/s`` to GB/s or MB/s,
+    ``1/s`` to kIOPS or kops/s, ``s`` to s or ms), chosen by the magnitude of
+    ``reference``; any other unit (a validation record's ``GB/s``, ``%``...)
+    is shown as it is, so ``flashsim validate``'s table does not change.
+
+    Parameters
+    ----------
+    unit : str
+        The unit of the values.
+    quantity : str
+        The quantity (``iops`` shows as kIOPS, ``ops`` as kops/s).
+    reference : float
+        The value whose magnitude chooses the unit (the measured one), in ``unit``.
+    """
+    size = abs(reference) if math.isfinite(reference) else 0.0
+    if unit == "B/s":
+        return ("GB/s", 1e-9) if size >= 1e9 else ("MB/s", 1e-6)
+    if unit == "1/s":
+        return ("kIOPS" if quantity == "iops" else "kops/s", 1e-3)
+    if unit == "s":
+        return ("s", 1.0) if size >= 1.0 or size == 0.0 else ("ms", 1e3)
+    return unit, 1.0
+
+
 def format_table(results: Sequence[Outcome], reference: str = "published") -> str:
     """The Markdown table ``validate`` and ``check`` print, and its count line.
 
@@ -143,6 +170,9 @@ def format_table(results: Sequence[Outcome], reference: str = "published") -> st
         The verdicts, in order.
     reference : str
         Header of the reference column (``published`` or ``measured``).
+
+    Values in the SI units readers emit are shown in readable ones
+    (:func:`display_unit`); the JSON and JUnit XML keep SI.
     """
     lines = [
         f"| id | source | quantity | {reference} | simulated | unit | error | tolerance | role "
@@ -150,12 +180,14 @@ def format_table(results: Sequence[Outcome], reference: str = "published") -> st
         "|---|---|---|---:|---:|---|---:|---:|---|---|",
     ]
     for r in results:
-        simulated = f"{r.simulated:.4g}" if r.status != "skip" else "-"
+        unit, factor = display_unit(r.unit, r.quantity, r.published)
+        simulated = f"{r.simulated * factor:.4g}" if r.status != "skip" else "-"
         error = f"{100 * r.rel_error:+.1f}%" if r.status != "skip" else "-"
-        ok = {"pass": "pass", "fail": "FAIL", "skip": f"skip: {r.reason}"}[r.status]
+        reason = r.reason.replace("|", "\\|")  # a '|' in a reason would split the row
+        ok = {"pass": "pass", "fail": "FAIL", "skip": f"skip: {reason}"}[r.status]
         lines.append(
-            f"| {r.id} | {r.source} | {r.quantity} | {r.published:.4g} | {simulated} | "
-            f"{r.unit} | {error} | {_SYMBOL[r.comparison]}{100 * r.tolerance:.0f}% | "
+            f"| {r.id} | {r.source} | {r.quantity} | {r.published * factor:.4g} | {simulated} | "
+            f"{unit} | {error} | {_SYMBOL[r.comparison]}{100 * r.tolerance:.0f}% | "
             f"{r.role or '-'} | {ok} |"
         )
     n_fail = sum(r.status == "fail" for r in results)
@@ -185,7 +217,11 @@ def junit_xml(results: Sequence[Outcome], suite: str) -> str:
         skipped=str(n_skip),
     )
     for r in results:
-        case = ET.SubElement(node, "testcase", name=r.id, classname=f"{suite}.{r.quantity}")
+        # CI reports group test cases by the classname's dotted parts: a one-word quantity
+        # (bandwidth, iops) groups them; a record's free-text quantity would split at its dots
+        word = r.quantity.replace("_", "").replace("-", "").isalnum()
+        classname = f"{suite}.{r.quantity}" if word else suite
+        case = ET.SubElement(node, "testcase", name=r.id, classname=classname)
         detail = (
             f"{r.quantity} ({r.source}): reference {r.published:.6g} {r.unit}, "
             f"simulated {r.simulated:.6g} {r.unit}, error {100 * r.rel_error:+.2f}% "

@@ -22,9 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from flashsim.config import ConfigError
+from flashsim.errors import MISSING
 from flashsim.measurements.outcome import Outcome, outcome_of, skipped
 from flashsim.measurements.record import Measurement
-from flashsim.scenario import run_loaded, scenario_from_data
+from flashsim.progress import current
+from flashsim.scenario import load_system_model, run_loaded, scenario_from_data
 
 #: Relative tolerance of a measurement that names none and gets no ``--tolerance``.
 DEFAULT_TOLERANCE = 0.10
@@ -104,7 +106,13 @@ def _field(m: Measurement) -> tuple[str, float] | Skip:
 
 
 def plan_obdfilter(m: Measurement) -> Plan | Skip:
-    """obdfilter-survey on one OST: the Lustre ``obdfilter-survey`` phase."""
+    """obdfilter-survey on one OST: the Lustre ``obdfilter-survey`` phase.
+
+    The OST is the measurement's ``target`` (a sidecar's), else OST 0.  A
+    line that drove several OSTs at once (``extra.ost_count`` > 1: its
+    bandwidth is their sum) is skipped: the phase drives one OST, and summing
+    one OST's value would hide which OST is slow.
+    """
     missing = _need(m, "operation", "threads", "objects", "transfer_size_B")
     if missing:
         return missing
@@ -112,6 +120,12 @@ def plan_obdfilter(m: Measurement) -> Plan | Skip:
     if isinstance(field, Skip):
         return field
     c = m.conditions
+    osts = c.extra.get("ost_count", 1)
+    if isinstance(osts, (int, float)) and not isinstance(osts, bool) and osts > 1:
+        return Skip(
+            f"an aggregate over {osts:g} OSTs run at once: the model reproduces one OST's "
+            "obdfilter-survey (run the survey per OST, or give each OST its own file)"
+        )
     phase: dict[str, Any] = {
         "name": "measured",
         "workload": "obdfilter-survey",
@@ -150,8 +164,84 @@ def plan_lnet(m: Measurement) -> Plan | Skip:
     return Plan((phase,), "measured", field[0], field[1])
 
 
+#: ``Conditions.extra`` keys an IOR reader fills: ``-i`` repetitions, ``-C``/``-Z``
+#: reorder (any one set) and ``-Q`` its offset in nodes (the first spelling found).
+#: ``-O stoneWallingWearOut=1`` is ``extra.stonewall_wear_out``.
+IOR_REPETITIONS = ("repetitions", "reps")
+IOR_REORDER = ("reorder_tasks", "reorder", "reord", "reorder_random")
+IOR_REORDER_OFFSET = ("task_per_node_offset", "reorder_offset", "reordoff")
+
+#: Largest transfer of the write that lays out a read's files (a multiple of the
+#: read's transfer that divides its block): big enough to cost few events, small
+#: enough that a stonewalled write stops near its deadline.
+DATASET_TRANSFER_MAX_B = 64 * 2**20
+
+#: A stonewalled read reads files written for this many times its ``-D`` (with
+#: wear-out, so every file has the same size), as seed 000 §III did (90 s of
+#: writes for 45 s of reads).
+DATASET_STONEWALL_FACTOR = 2.0
+
+#: Small random transfers (at most this, B) run in request fidelity, with this
+#: relative 95 % half-width of the steady-state rate.
+SMALL_RANDOM_B = 64 * 1024
+SMALL_RANDOM_HALFWIDTH = 0.005
+
+
+def _extra(m: Measurement, names: Sequence[str]) -> Any:
+    """The first of ``names`` the measurement's ``extra`` holds, or ``None``."""
+    for name in names:
+        if name in m.conditions.extra:
+            return m.conditions.extra[name]
+    return None
+
+
+def _positive_int(m: Measurement, names: Sequence[str], default: int) -> int | Skip:
+    raw = _extra(m, names)
+    if raw is None:
+        return default
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or raw < 1 or raw != int(raw):
+        return Skip(f"extra.{names[0]} = {raw!r} is not a positive whole number")
+    return int(raw)
+
+
+def dataset_transfer_B(transfer_B: float, block_B: float) -> float:
+    """Transfer size of the write that lays out a read's files, B.
+
+    The read's transfer doubled while it still divides ``block_B`` and stays at
+    most :data:`DATASET_TRANSFER_MAX_B`.
+    """
+    size = transfer_B
+    while size * 2 <= DATASET_TRANSFER_MAX_B and _divides(size * 2, block_B):
+        size *= 2
+    return size
+
+
+def _divides(part: float, whole: float) -> bool:
+    ratio = whole / part
+    return ratio >= 1 and abs(ratio - round(ratio)) <= 1e-9
+
+
+def _iteration(m: Measurement) -> int | None:
+    """The 0-based IOR iteration a measurement of scope ``iteration N`` is of."""
+    head, _, number = m.scope.partition(" ")
+    if head == "iteration" and number.isdigit():
+        return int(number)
+    return None
+
+
 def plan_ior(m: Measurement) -> Plan | Skip:
-    """An IOR test: an ``ior`` phase (a read is preceded by the write of its files)."""
+    """An IOR test: an ``ior`` phase (a read is preceded by the write of its files).
+
+    A read reads files that exist: a write of the same files (same ranks,
+    nodes, block and segments, stripe layout) runs first, whole, or, when the
+    read was stonewalled (``-D``), stonewalled for
+    :data:`DATASET_STONEWALL_FACTOR` times as long with wear-out, so each
+    rank's file bounds its reads as on the real system; client caches are
+    dropped before the read.  ``-C`` (reorder) and ``-Q``, ``-i``
+    (repetitions) and segments come from the conditions; small random
+    transfers (at most :data:`SMALL_RANDOM_B`) run in request fidelity.  A
+    measurement of scope ``iteration N`` is compared with that repetition.
+    """
     missing = _need(m, "operation", "tasks", "nodes", "transfer_size_B", "block_size_B")
     if missing:
         return missing
@@ -160,9 +250,24 @@ def plan_ior(m: Measurement) -> Plan | Skip:
         return field
     c = m.conditions
     assert c.tasks is not None and c.nodes is not None
+    assert c.transfer_size_B is not None and c.block_size_B is not None
     if c.tasks % c.nodes:
         return Skip(f"{c.tasks} tasks do not spread evenly over {c.nodes} nodes")
-    small_random = c.access == "random" and (c.transfer_size_B or 0) <= 64 * 1024
+    if not _divides(c.transfer_size_B, c.block_size_B):
+        return Skip(
+            f"block size {c.block_size_B:g} B is not a multiple of the transfer size "
+            f"{c.transfer_size_B:g} B"
+        )
+    repetitions = _positive_int(m, IOR_REPETITIONS, 1)
+    offset = _positive_int(m, IOR_REORDER_OFFSET, 1)
+    for got in (repetitions, offset):
+        if isinstance(got, Skip):
+            return got
+    assert isinstance(repetitions, int) and isinstance(offset, int)
+    iteration = _iteration(m)
+    if iteration is not None and iteration >= repetitions:
+        return Skip(f"iteration {iteration} of a test of {repetitions} repetitions")
+    small_random = c.access == "random" and c.transfer_size_B <= SMALL_RANDOM_B
     layout = {
         k: v
         for k, v in (
@@ -190,30 +295,48 @@ def plan_ior(m: Measurement) -> Plan | Skip:
         "fsync": bool(c.fsync),
         "direct_io": bool(c.direct),
     }
+    if repetitions > 1:
+        measured["repetitions"] = repetitions
     if c.stonewall_s:
         measured["stonewall"] = as_seconds(c.stonewall_s)
         if c.extra.get("stonewall_wear_out"):
             measured["wear_out"] = True
-    if c.operation == "read" and c.extra.get("reorder"):  # IOR -C (-Q): reads only
-        measured["reorder_tasks"] = True
-        measured["task_per_node_offset"] = int(c.extra.get("task_per_node_offset", 1))
     if small_random:
-        measured.update(fidelity="request", target_rel_halfwidth=0.005)
+        measured.update(fidelity="request", target_rel_halfwidth=SMALL_RANDOM_HALFWIDTH)
     phases: list[dict[str, Any]] = []
     if c.operation == "read":
-        phases.append(
-            {
-                **common,
-                "name": "dataset",
-                "operation": "write",
-                "transfer_size": as_bytes(c.block_size_B),
-                "fsync": True,
-                "dataset": "measured-files",
-            }
-        )
+        dataset: dict[str, Any] = {
+            **common,
+            "name": "dataset",
+            "operation": "write",
+            "transfer_size": as_bytes(dataset_transfer_B(c.transfer_size_B, c.block_size_B)),
+            "fsync": True,
+            "dataset": "measured-files",
+        }
+        if c.stonewall_s:
+            dataset["stonewall"] = as_seconds(DATASET_STONEWALL_FACTOR * c.stonewall_s)
+            dataset["wear_out"] = True
+        phases.append(dataset)
         measured.update(dataset="measured-files", drop_caches=True)
+        # IOR -C (-Q) reorders reads only; -Z (random reorder) defeats the client
+        # cache the same way and is run as -C
+        if any(bool(c.extra.get(k)) for k in IOR_REORDER):
+            measured.update(reorder_tasks=True, task_per_node_offset=offset)
     phases.append(measured)
-    return Plan(tuple(phases), "measured", field[0], field[1])
+    name, scale = field
+    if iteration is not None:
+        name = f"extra.repetitions.{iteration}.{name.replace('_GBps', '_Bps')}"
+        scale = 1.0 if name.endswith("_Bps") else scale
+    return Plan(tuple(phases), "measured", name, scale)
+
+
+#: Why a fio measurement is not reproduced on a system model.
+FIO_REASON = "a drive-level measurement: `flashsim calibrate` turns fio output into a drive file"
+
+
+def plan_fio(m: Measurement) -> Skip:
+    """fio measures one drive (or file system client), not a model's system: skipped."""
+    return Skip(FIO_REASON)
 
 
 def plan_darshan(m: Measurement) -> Plan | Skip:
@@ -347,6 +470,7 @@ PLANNERS: Mapping[str, Callable[[Measurement], Plan | Skip]] = {
     "ior": plan_ior,
     "darshan": plan_darshan,
     "io500": plan_io500,
+    "fio": plan_fio,
 }
 
 
@@ -359,16 +483,33 @@ def plan(m: Measurement) -> Plan | Skip:
 
 
 def _value(result: Any, phase: str, field: str) -> float:
+    """A dotted field of a phase's result, NaN if absent.
+
+    A part after a list is an element's index (``extra.repetitions.1``) or the
+    ``name`` of a record in it (``extra.phases.ior-easy-write``).
+    """
     for p in result.phases:
         if p.name == phase:
             node: Any = p.to_dict()
             for part in field.split("."):
-                if isinstance(node, list):  # a list of records: the one named ``part``
+                if isinstance(node, dict):
+                    node = node.get(part)
+                elif isinstance(node, list) and part.isdigit():  # a list element by index
+                    node = node[int(part)] if int(part) < len(node) else None
+                elif isinstance(node, list):  # a list of records: the one named ``part``
                     node = next((n for n in node if n.get("name") == part), None)
                 else:
-                    node = node.get(part) if isinstance(node, dict) else None
+                    node = None
             return math.nan if node is None else float(node)
     return math.nan
+
+
+def no_value_reason(field: str) -> str:
+    """Why a run that completed gives no value to compare (a skip's reason)."""
+    return (
+        f"the model's run gives no finite {field}: nothing was timed (e.g. a buffered "
+        "write the client page cache absorbs whole; add fsync or a larger block)"
+    )
 
 
 def evaluate(
@@ -405,15 +546,25 @@ def evaluate(
         refuses (an unknown workload for its kind, an OST index beyond the
         model) is skipped with the model's message as the reason.
     """
+    if not system.is_file():
+        raise ConfigError(str(system), "", MISSING, "no such model file")
+    # a bad model or override is the user's error (exit 2), not a skip of every measurement
+    load_system_model(system, dict(overrides or {}))
     anchor = system.resolve().parent / "(check)"
-    cache: dict[str, Any] = {}  # plan key -> the run's result, or a Skip
+    shown = current()  # the command's progress line (flashsim.progress), if any
+    runs: dict[str, Any] = {}  # plan key -> RunResult or Skip (plans differing in field share)
     out: list[Outcome] = []
     for m in measurements:
-        tol = tolerance if tolerance is not None else (m.tolerance or DEFAULT_TOLERANCE)
+        if tolerance is not None:
+            tol = tolerance
+        else:
+            tol = m.tolerance if m.tolerance is not None else DEFAULT_TOLERANCE
         p = plan(m)
-        if isinstance(p, Plan):
+        if isinstance(p, Skip):
+            outcome = skipped(m, p.reason, tol)
+        else:
             key = p.key()
-            if key not in cache:
+            if key not in runs:
                 data = {
                     "name": f"check-{m.id}",
                     "system": str(system.resolve()),
@@ -425,20 +576,22 @@ def evaluate(
                 try:
                     loaded = scenario_from_data(data, anchor)
                 except ConfigError as exc:
-                    cache[key] = Skip(f"the model cannot run it: {exc.expected} ({exc.key})")
+                    runs[key] = Skip(f"the model cannot run it: {exc.expected} ({exc.key})")
                 else:
-                    cache[key] = run_loaded(loaded)
+                    with shown.task(m.id):
+                        runs[key] = run_loaded(loaded)
             # Plans that differ only in the field read (a test's bandwidth and
-            # its IOPS) share one run, not one value.
-            cached = cache[key]
-            value = cached if isinstance(cached, Skip) else _value(cached, p.phase, p.field)
-            outcome = (
-                skipped(m, value.reason, tol)
-                if isinstance(value, Skip)
-                else outcome_of(m, value * p.scale, tol)
-            )
-        else:
-            outcome = skipped(m, p.reason, tol)
+            # its IOPS, the summary and an iteration) share one run, not one value.
+            run = runs[key]
+            if isinstance(run, Skip):
+                outcome = skipped(m, run.reason, tol)
+            else:
+                value = _value(run, p.phase, p.field)
+                outcome = (
+                    outcome_of(m, value * p.scale, tol)
+                    if math.isfinite(value)
+                    else skipped(m, no_value_reason(p.field), tol)
+                )
         out.append(outcome)
         if on_outcome is not None:
             on_outcome(outcome)
