@@ -12,7 +12,7 @@ GcPolicy = Literal["greedy", "cost-benefit"]
 
 #: What constrains the calibratable aging parameters (``flashsim calibrate`` names it).
 AGING_RUNS = (
-    "aging runs (seed 000 Fig. 8) fitted with tools/calibrate_aging.py, which no reader reproduces"
+    "aging runs of seed 000 Fig. 8 (tools/calibrate_aging.py refits it), which no reader reproduces"
 )
 
 
