@@ -256,3 +256,35 @@ def test_fio_output_alone_writes_a_drive_file(tmp_path: Path) -> None:
     assert f"wrote {out}" in proc.stdout
     drive = load_drive(out)
     assert isinstance(drive, SsdSpec) and drive.read_bandwidth > 0
+
+
+def test_a_fit_held_at_its_bound_fails_its_calibration_row_and_exits_1(tmp_path: Path) -> None:
+    """A write faster than the drives allow: the efficiency stops at its bound of 1."""
+    summary = tmp_path / "fast.summary"
+    # hand-written (an impossible measurement): 40000 MiB/s of writes, above the 12 drives'
+    # 30.7 GB/s after parity; the sidecar names OST 0
+    summary.write_text(
+        "ost  1 sz 4194304K rsz 4096K obj    1 thr 1024 write 40000.00 [40000.00,40000.00] \n",
+        encoding="utf-8",
+    )
+    (tmp_path / "fast.summary.conditions.toml").write_text(
+        "[conditions]\ntarget = 0\n", encoding="utf-8"
+    )
+    out = tmp_path / "out.toml"
+    proc = run_flashsim(
+        "calibrate",
+        str(summary),
+        "--tool",
+        "obdfilter-survey",
+        "--seed",
+        "3",
+        "--system",
+        str(MODEL),
+        "--out",
+        str(out),
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "| oss.stack_write_efficiency | 0.926 | 1 | 0.3 .. 1 |" in proc.stdout
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("| fast:"))
+    assert "| calibration | FAIL |" in row
+    assert load_system_model(out).model.oss.stack_write_efficiency == 1.0  # written anyway
