@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from flashsim.measurements.readers import detect_tool, fio, read_file, read_measurements
 from flashsim.measurements.record import Measurement, MeasurementError
+from tests.reader_helpers import assert_one_error
 
 DATA = Path(__file__).parent / "data" / "measurements" / "fio"
 BAD = DATA / "bad"
@@ -187,13 +188,7 @@ BAD_CASES = [
 
 @pytest.mark.parametrize(("name", "where", "says"), BAD_CASES)
 def test_a_bad_file_is_one_error_naming_file_and_line(name: str, where: str, says: str) -> None:
-    path = BAD / name
-    with pytest.raises(MeasurementError) as info:
-        read_file(path, tool="fio")
-    text = str(info.value)
-    assert text.startswith(f"{path}: {where}: ")
-    assert says in text
-    assert "\n" not in text
+    assert_one_error(BAD / name, "fio", f"{where}: ", says)
 
 
 def test_bad_fixtures_are_hand_written_error_cases_only() -> None:

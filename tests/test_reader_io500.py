@@ -15,6 +15,7 @@ import pytest
 from flashsim.measurements.readers import detect_tool, io500, read_file, read_measurements
 from flashsim.measurements.record import Measurement, MeasurementError
 from flashsim.measurements.reproduce import Plan, Skip, evaluate, plan, plan_io500
+from tests.reader_helpers import assert_one_error
 
 DATA = Path(__file__).parent / "data" / "measurements" / "io500"
 ROOT = Path(__file__).parent.parent
@@ -204,13 +205,7 @@ def test_size_strings_use_ior_binary_multipliers() -> None:
 def test_malformed_files_give_one_error_naming_file_and_line(
     name: str, where: str, expected: str
 ) -> None:
-    path = DATA / name
-    with pytest.raises(MeasurementError) as info:
-        read_file(path, tool="io500")
-    text = str(info.value)
-    assert text.startswith(f"{path}: {where}")
-    assert expected in text
-    assert "\n" not in text
+    assert_one_error(DATA / name, "io500", where, expected)
 
 
 def test_not_utf8_is_an_error(tmp_path: Path) -> None:

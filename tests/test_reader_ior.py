@@ -9,6 +9,7 @@ import pytest
 from flashsim.measurements.readers import detect_tool, ior, read_file
 from flashsim.measurements.record import Measurement, MeasurementError
 from flashsim.measurements.reproduce import Plan, evaluate, plan
+from tests.reader_helpers import assert_one_error
 
 DATA = Path(__file__).parent / "data" / "measurements" / "ior"
 BAD = DATA / "bad"
@@ -154,12 +155,7 @@ def test_malformed_or_truncated_is_one_error_naming_file_and_line(
 ) -> None:
     path = BAD / name
     assert detect_tool(path) == "ior"
-    with pytest.raises(MeasurementError) as info:
-        read_file(path)
-    text = str(info.value)
-    assert text.startswith(f"{path}: line {line}: ")
-    assert phrase in text
-    assert "\n" not in text
+    assert_one_error(path, None, f"line {line}: ", phrase)
 
 
 def test_sniff_does_not_claim_fio_json() -> None:

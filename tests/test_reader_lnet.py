@@ -10,6 +10,7 @@ from flashsim.config import ConfigError
 from flashsim.measurements.readers import detect_tool, lnet, read_file
 from flashsim.measurements.record import MeasurementError
 from flashsim.measurements.reproduce import Plan, plan
+from tests.reader_helpers import assert_one_error
 
 DATA = Path(__file__).parent / "data" / "measurements" / "lnet"
 MIB = 2.0**20
@@ -109,13 +110,7 @@ def test_sidecar_names_the_group(tmp_path: Path) -> None:
     ],
 )
 def test_bad_files_are_one_error_naming_file_and_line(name: str, line: int, words: str) -> None:
-    path = DATA / "bad" / name
-    with pytest.raises(MeasurementError) as info:
-        read_file(path, tool="lnet-selftest")
-    text = str(info.value)
-    assert text.startswith(f"{path}: line {line}: ")
-    assert words in text
-    assert "\n" not in text
+    assert_one_error(DATA / "bad" / name, "lnet-selftest", f"line {line}: ", words)
 
 
 def test_sniff() -> None:

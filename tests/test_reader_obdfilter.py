@@ -9,8 +9,8 @@ import pytest
 from flashsim.measurements.readers import darshan as darshan_reader
 from flashsim.measurements.readers import detect_tool, obdfilter, read_file
 from flashsim.measurements.readers import lnet as lnet_reader
-from flashsim.measurements.record import MeasurementError
 from flashsim.measurements.reproduce import Plan, plan
+from tests.reader_helpers import assert_one_error
 
 DATA = Path(__file__).parent / "data" / "measurements" / "obdfilter"
 MIB = 2.0**20
@@ -83,13 +83,7 @@ def test_without_sidecar_the_ost_is_unknown(tmp_path: Path) -> None:
     ],
 )
 def test_bad_files_are_one_error_naming_file_and_line(name: str, line: int, words: str) -> None:
-    path = DATA / "bad" / name
-    with pytest.raises(MeasurementError) as info:
-        read_file(path, tool="obdfilter-survey")
-    text = str(info.value)
-    assert text.startswith(f"{path}: line {line}: ")
-    assert words in text
-    assert "\n" not in text
+    assert_one_error(DATA / "bad" / name, "obdfilter-survey", f"line {line}: ", words)
 
 
 def test_sniff_is_specific() -> None:

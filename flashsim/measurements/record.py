@@ -9,6 +9,7 @@ measurements too (their ``tool`` is ``"published"``).  Values are SI floats
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Literal
@@ -209,3 +210,27 @@ class MeasurementError(ConfigError):
 def error_at(path: str, line: int, text: object, expected: str) -> MeasurementError:
     """A :class:`MeasurementError` at ``path`` line ``line`` (1-based)."""
     return MeasurementError(str(path), f"line {line}", text, expected)
+
+
+def number_at(path: str, line: int, text: str, what: str, non_negative: bool = False) -> float:
+    """``text`` read as a finite number, else a :class:`MeasurementError` naming ``what``.
+
+    Parameters
+    ----------
+    path, line : str, int
+        Where ``text`` was read (for the message).
+    text : str
+        The printed number.
+    what : str
+        What the number is (a column or key name), for the message.
+    non_negative : bool
+        Refuse a negative value too.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        raise error_at(path, line, text, f"expected a number for {what}") from None
+    if not math.isfinite(value) or (non_negative and value < 0):
+        kind = "finite non-negative" if non_negative else "finite"
+        raise error_at(path, line, text, f"expected a {kind} number for {what}")
+    return value

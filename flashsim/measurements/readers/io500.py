@@ -43,12 +43,11 @@ IOR/mdtest size strings in a command line or the configuration (``1m``,
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from flashsim.measurements.record import Conditions, Measurement, Scalar, error_at
+from flashsim.measurements.record import Conditions, Measurement, Scalar, error_at, number_at
 
 TOOL = "io500"
 
@@ -142,13 +141,7 @@ class _Run:
 
 
 def _float(path: Path, line: int, text: str, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise error_at(str(path), line, text, f"expected a number for {what}") from None
-    if not math.isfinite(value) or value < 0:
-        raise error_at(str(path), line, text, f"expected a finite non-negative {what}")
-    return value
+    return number_at(str(path), line, text, what, non_negative=True)
 
 
 def _int(path: Path, line: int, text: str, what: str) -> int:

@@ -39,7 +39,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from flashsim.measurements.record import Conditions, Measurement, MeasurementError, error_at
+from flashsim.measurements.record import (
+    Conditions,
+    Measurement,
+    MeasurementError,
+    error_at,
+    number_at,
+)
 
 TOOL = "ior"
 
@@ -416,13 +422,7 @@ def _measurements(
 
 
 def _number(path: Path, line: int, text: str, what: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise error_at(str(path), line, text, f"a number for {what}") from None
-    if not math.isfinite(value):
-        raise error_at(str(path), line, text, f"a finite number for {what}")
-    return value
+    return number_at(str(path), line, text, what)
 
 
 def _iteration_row(path: Path, line: int, text: str) -> tuple[int, str, float, float, float, int]:
