@@ -36,7 +36,7 @@ def _outputs() -> list[Path]:
 
 def test_there_are_outputs_of_every_text_tool() -> None:
     tools = {p.relative_to(DATA).parts[0] for p in _outputs()}
-    assert {"fio", "ior", "io500", "obdfilter", "lnet"} <= tools
+    assert {"fio", "ior", "io500", "obdfilter", "lnet", "darshan"} <= tools
 
 
 @pytest.mark.parametrize("path", _outputs(), ids=lambda p: str(p.relative_to(DATA)))
