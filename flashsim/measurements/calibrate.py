@@ -412,15 +412,25 @@ def fitted_to_text(p: FittedParameter) -> str:
     """The measurements ``p`` was fitted to, one per distinct reproduction.
 
     An IOR test's bandwidth and IOPS, of its summary and of each iteration,
-    are one run: it is named by the whole test's (empty scope) measurement.
+    are one run: it is named by the whole test's (empty scope) measurements,
+    with the quantities fitted, e.g. ``ior-read-iops:test0:read:bandwidth/iops``.
     """
-    chosen: dict[str, Measurement] = {}
+    chosen: dict[str, list[Measurement]] = {}
     for m in p.fitted_to:
         planned = plan(m)
         key = planned.key() if isinstance(planned, Plan) else m.id
-        if key not in chosen or (chosen[key].scope and not m.scope):
-            chosen[key] = m
-    return "; ".join(f"{m.id} ({m.source})" for m in chosen.values())
+        group = chosen.setdefault(key, [])
+        if group and group[0].scope and not m.scope:
+            group.clear()  # the whole test's measurements name it, not an iteration's
+        if not group or group[0].scope == m.scope:
+            group.append(m)
+    names = []
+    for group in chosen.values():
+        first = group[0]
+        base = first.id.removesuffix(f":{first.quantity}")
+        quantities = "/".join(dict.fromkeys(m.quantity for m in group))
+        names.append(f"{base}:{quantities} ({first.source})")
+    return "; ".join(names)
 
 
 def fitted_comment(p: FittedParameter, date: str) -> str:
