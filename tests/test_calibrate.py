@@ -87,7 +87,8 @@ def test_the_new_file_is_the_old_one_with_six_commented_values(
         assert "; was " in line and "moved off for the test" in line
     rpc = next(b for _, b in changed if b.startswith("rpc_cost = "))
     assert rpc.startswith('rpc_cost = "22.0') and ' us"' in rpc  # a unit string stays one
-    assert "fitted to ior-read-iops:test0:read:bandwidth/iops (tests/data/measurements/seed000/" in rpc
+    fitted = "fitted to ior-read-iops:test0:read:bandwidth/iops (tests/data/measurements/seed000/"
+    assert fitted in rpc
     assert "iteration 0" not in rpc  # one measurement per reproduction: the test's summary
     write = next(b for _, b in changed if b.startswith("stack_write_efficiency = "))
     assert "obdfilter-survey:obj1-thr1024-rsz4096K:ost 0:write:bandwidth" in write
