@@ -33,6 +33,7 @@ from pydantic_core import PydanticUndefined
 
 from flashsim import config
 from flashsim.components.drive import DriveSpec
+from flashsim.measurements.readers import Sidecar
 from flashsim.scenario import ScenarioFile
 from flashsim.systems import SYSTEM_KINDS, system_kind
 from flashsim.timeline.events import EventSpec
@@ -503,6 +504,15 @@ def sections() -> list[tuple[str, str, list[Section]]]:
             scenario,
         ),
         ("Timeline", TIMELINE_INTRO, timeline),
+        (
+            "Measurement sidecar files",
+            "`flashsim check` and `flashsim calibrate` read benchmark tools' outputs (fio, IOR, "
+            "IO-500, obdfilter-survey, `lst stat`, Darshan). What an output does not record "
+            "goes in a sidecar file beside it, `<output>.conditions.toml` (for `ost12.txt`: "
+            "`ost12.txt.conditions.toml`); it applies to every measurement of that output. "
+            "How a site uses them in CI: [ci.md](ci.md).",
+            [Section("Sidecar file", _summary(Sidecar), Sidecar)],
+        ),
         (
             "Phases",
             "Each `[[phases]]` table of a scenario is validated by the phase schemas of the "

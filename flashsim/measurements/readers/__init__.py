@@ -84,7 +84,59 @@ def detect_tool(path: Path) -> str:
 
 
 class SidecarConditions(StrictModel):
-    """The ``[conditions]`` table of a sidecar file (units as strings, e.g. ``"1 MiB"``)."""
+    """The ``[conditions]`` table of a sidecar file (units as strings, e.g. ``"1 MiB"``).
+
+    Attributes
+    ----------
+    operation : str
+        ``read`` or ``write`` (LNet Self-Test: ``read`` moves data out of the sink).
+    access : str
+        ``sequential`` or ``random``.
+    tasks : int
+        MPI ranks, fio jobs or threads that issued the I/O.
+    nodes : int
+        Client nodes the tasks ran on (IOR and IO-500 outputs may not say).
+    transfer_size : float
+        Bytes per I/O call (IOR ``-t``, fio ``bs``, lst ``size=``, obdfilter ``rsz``).
+    block_size : float
+        IOR ``-b``: bytes per rank per segment.
+    segments : int
+        IOR ``-s``.
+    file_per_process : bool
+        IOR ``-F``: one file per rank.
+    stripe_count : int
+        Lustre stripe count of the files (``lfs setstripe -c``).
+    stripe_size : float
+        Lustre stripe size (``lfs setstripe -S``), bytes.
+    first_target : int
+        OST index of the first stripe (``lfs setstripe -i``).
+    queue_depth : int
+        I/Os in flight per task (fio ``iodepth``).
+    concurrency : int
+        LNet Self-Test requests in flight per source (``--concurrency``).
+    sources : int
+        LNet Self-Test source nodes.
+    threads : int
+        obdfilter-survey threads per OST.
+    objects : int
+        obdfilter-survey objects per OST.
+    size : float
+        obdfilter-survey bytes per OST; fio bytes per job.
+    duration : float
+        Length of the test, seconds.
+    stonewall : float
+        IOR ``-D``, seconds.
+    fsync : bool
+        IOR ``-e`` / fio ``fsync``: the writes were flushed inside the timed window.
+    direct : bool
+        O_DIRECT I/O.
+    target : int
+        The server-side unit measured: the OST an obdfilter-survey file tested, the sink
+        OSS of an LNet Self-Test.
+    extra : dict
+        Tool-specific conditions, e.g. ``cross_group = true`` (lst sources in another
+        I/O group), ``group = "servers"`` (the lst group that is the sink).
+    """
 
     operation: str | None = None
     access: str | None = None
@@ -114,8 +166,14 @@ class SidecarConditions(StrictModel):
 class Sidecar(StrictModel):
     """A ``<file>.conditions.toml``: conditions for every measurement of ``<file>``.
 
-    ``tolerance`` (relative) applies to each of them unless the command's
-    ``--tolerance`` overrides it.
+    Attributes
+    ----------
+    conditions : SidecarConditions
+        What the tool's output does not record; a value that contradicts the
+        output is an error naming both.
+    tolerance : float
+        Relative tolerance of each measurement of the file (0.1 = 10 %), unless
+        the command's ``--tolerance`` overrides it.
     """
 
     conditions: SidecarConditions = SidecarConditions()
