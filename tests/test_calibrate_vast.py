@@ -110,9 +110,8 @@ def test_the_report_names_each_fit_and_the_fresh_dataset_prediction(
     out = calibrated["proc"].stdout
     cells = ([c.strip() for c in line.split("|")] for line in out.splitlines())
     rows = {r[1]: r for r in cells if len(r) > 2}
-    assert "ior-write-x128:test0:write:bandwidth (tests/data/measurements/seed002/" in (
-        rows["tier.scm_write_efficiency"][5]
-    )
+    write = rows["tier.scm_write_efficiency"][5]
+    assert "ior-write-x128:test0:write:bandwidth (tests/data/measurements/seed002/" in write
     assert "ior-read-x128:test0:read:bandwidth" in rows["tier.scm_read_efficiency"][5]
     assert "ior-randread-qlc-x64:test0:read:bandwidth" in rows["dnode.qlc_read_overhead"][5]
     qlc = rows["ior-randread-qlc-x64:test0:read:iops"]
@@ -241,3 +240,51 @@ def test_an_aged_write_is_skipped() -> None:
     aged = replace(m, conditions=replace(m.conditions, extra=extra))
     [outcome] = evaluate([aged], MODEL)
     assert outcome.status == "skip" and "the dataset a read reads" in outcome.reason
+
+
+def test_two_parameters_one_run_are_refused_not_fitted_blindly(tmp_path: Path) -> None:
+    """Without ``--fit``, the aged-dataset IOPS alone moves ``cnode.op_latency`` and
+    ``dnode.qlc_read_overhead``: one run (its bandwidth and IOPS, summary and iteration, count
+    once) cannot fix two parameters, so the command names them and exits 2."""
+    proc = run_flashsim("calibrate", QLC, "--system", str(MODEL), "--out", str(tmp_path / "x"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
+    assert "2 parameters (cnode.op_latency, dnode.qlc_read_overhead)" in lines[0]
+    assert "only 1 distinct measurement(s)" in lines[0]
+
+
+def test_copy_bandwidth_is_fitted_from_one_process_reading(tmp_path: Path) -> None:
+    """One process's sequential read (N x p = 1) fixes ``client.mount.copy_bandwidth``.
+
+    Seed 002 publishes no such number, so the file states today's simulated value at those
+    conditions (computed here), and the fit of a moved copy must return today's rate.
+    """
+    text = (ROOT / READ).read_text(encoding="utf-8")
+    text = text.replace("nodes               : 8", "nodes               : 1")
+    text = text.replace("tasks               : 128", "tasks               : 1")
+    text = text.replace("clients per node    : 16", "clients per node    : 1")
+    text = text.replace("    0    128  16    1", "    0      1   1    1")
+    one = tmp_path / "ior-read-x1.txt"
+    one.write_text(text, encoding="utf-8")
+    m = _one(str(one), "bandwidth")
+    assert (m.conditions.tasks, m.conditions.nodes) == (1, 1)
+    [today] = evaluate([m], MODEL)
+    value_mib = today.simulated / 2**20
+    text = text.replace("23841.86", f"{value_mib:.2f}")  # MiB/s, and ops/s of 1 MiB
+    one.write_text(text.replace("23842     ", f"{value_mib:<10.0f}"), encoding="utf-8")
+    moved = _moved_copy(tmp_path, {"client.mount.copy_bandwidth": (1.0e9, "B/s")})
+    out = tmp_path / "fitted.toml"
+    proc = run_flashsim(
+        "calibrate",
+        str(one),
+        "--system",
+        str(moved),
+        "--out",
+        str(out),
+        "--fit",
+        "client.mount.copy_bandwidth",
+    )
+    assert proc.returncode == 0, proc.stderr
+    rate = load_system_model(MODEL).model.client.mount.copy_bandwidth
+    assert load_system_model(out).model.client.mount.copy_bandwidth == pytest.approx(rate, rel=0.01)
