@@ -17,8 +17,9 @@ NOT_OUTPUTS = {"config.ini", "tiny.ini"}
 #: (seed000-check: seed 000's obdfilter-survey medians written in the tool's format).
 DIR_READER = {"seed000-check": "obdfilter"}
 #: Directories of several tools' outputs, each file named for its reader (seed000: the
-#: calibration proof's obdfilter-survey, lnet and ior files, tests/test_calibrate.py).
-MIXED = {"seed000"}
+#: calibration proof's obdfilter-survey, lnet and ior files, tests/test_calibrate.py; seed002:
+#: the VAST one's ior files, tests/test_calibrate_vast.py).
+MIXED = {"seed000", "seed002"}
 
 
 def _outputs() -> list[Path]:

@@ -37,7 +37,7 @@ from flashsim.errors import MISSING, ConfigError
 from flashsim.measurements.outcome import Outcome
 from flashsim.measurements.parameters import Calibratable, calibratable_parameters
 from flashsim.measurements.record import Measurement
-from flashsim.measurements.reproduce import Plan, evaluate, plan
+from flashsim.measurements.reproduce import Plan, Skip, evaluate, plan
 from flashsim.scenario import load_system_model
 
 FloatArray = npt.NDArray[np.float64]
@@ -305,7 +305,8 @@ def calibrate(
     )
     start = [_start(p) for p in params]
     every = list(measurements) + list(predict)
-    runnable = [i for i, m in enumerate(measurements) if isinstance(plan(m), Plan)]
+    plans = [plan(m, loaded.model) for m in measurements]
+    runnable = [i for i, pl in enumerate(plans) if isinstance(pl, Plan)]
     ev = _Evaluator(every, system, params, start, tolerance, seed, on_run)
 
     # the probe: which measurement each parameter moves
@@ -341,13 +342,16 @@ def calibrate(
         )
     rows = [r for r in range(len(runnable)) if moved[r, keep].any()]
     targets = [runnable[r] for r in rows]
-    if len(targets) < len(keep):
+    # a test's bandwidth and IOPS, its summary and its iterations are one run: one constraint
+    distinct = len({plan_key(plans[i]) for i in targets})
+    if distinct < len(keep):
         raise ConfigError(
             "calibrate",
             "",
             MISSING,
             f"{len(keep)} parameters ({', '.join(params[j].key for j in keep)}) but only "
-            f"{len(targets)} measurement(s) move them: give one measurement per parameter",
+            f"{distinct} distinct measurement(s) (a test's bandwidth and IOPS count once) move "
+            "them: give one measurement per parameter, or name fewer with --fit",
         )
     sparsity = moved[np.ix_(rows, keep)].astype(int)
 
@@ -406,6 +410,11 @@ def calibrate(
         evaluations=ev.runs,
         message=message,
     )
+
+
+def plan_key(planned: Plan | Skip) -> str:
+    """The run a plan makes (:meth:`Plan.key`); a skip's reason for a skip."""
+    return planned.key() if isinstance(planned, Plan) else planned.reason
 
 
 def fitted_to_text(p: FittedParameter) -> str:
