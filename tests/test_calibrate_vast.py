@@ -111,7 +111,7 @@ def test_the_report_names_each_fit_and_the_fresh_dataset_prediction(
     cells = ([c.strip() for c in line.split("|")] for line in out.splitlines())
     rows = {r[1]: r for r in cells if len(r) > 2}
     write = rows["tier.scm_write_efficiency"][5]
-    assert "ior-write-x128:test0:write:bandwidth (tests/data/measurements/seed002/" in write
+    assert "ior-write-x128:test0:write:bandwidth/iops (tests/data/measurements/seed002/" in write
     assert "ior-read-x128:test0:read:bandwidth" in rows["tier.scm_read_efficiency"][5]
     assert "ior-randread-qlc-x64:test0:read:bandwidth" in rows["dnode.qlc_read_overhead"][5]
     qlc = rows["ior-randread-qlc-x64:test0:read:iops"]
@@ -185,7 +185,7 @@ def _one(path: str, quantity: str = "iops") -> Measurement:
 
 
 def _phases(m: Measurement, model_path: Path = MODEL) -> list[dict[str, Any]]:
-    p = plan(m, load_system_model(model_path).model)
+    p = plan(m, load_system_model(model_path))
     assert isinstance(p, Plan), p
     return list(p.phases)
 
@@ -213,7 +213,7 @@ def test_a_lustre_plan_is_unchanged_by_the_vast_keys() -> None:
     m = _one(QLC)
     on_lustre = _phases(m, LUSTRE)
     assert [p["name"] for p in on_lustre] == ["dataset", "measured"]
-    assert plan(m) == plan(m, load_system_model(LUSTRE).model)
+    assert plan(m) == plan(m, load_system_model(LUSTRE))
 
 
 @pytest.mark.parametrize(
@@ -230,7 +230,7 @@ def test_bad_vast_conditions_are_skipped_with_the_reason(
 ) -> None:
     m = _one(QLC)
     bad = replace(m, conditions=replace(m.conditions, extra={**m.conditions.extra, **extra}))
-    got = plan(bad, load_system_model(MODEL).model)
+    got = plan(bad, load_system_model(MODEL))
     assert isinstance(got, Skip) and reason in got.reason
 
 

@@ -305,7 +305,7 @@ def calibrate(
     )
     start = [_start(p) for p in params]
     every = list(measurements) + list(predict)
-    plans = [plan(m, loaded.model) for m in measurements]
+    plans = [plan(m, loaded) for m in measurements]
     runnable = [i for i, pl in enumerate(plans) if isinstance(pl, Plan)]
     ev = _Evaluator(every, system, params, start, tolerance, seed, on_run)
 

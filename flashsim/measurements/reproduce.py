@@ -26,9 +26,7 @@ from flashsim.errors import MISSING
 from flashsim.measurements.outcome import Outcome, outcome_of, skipped
 from flashsim.measurements.record import Measurement
 from flashsim.progress import current
-from flashsim.scenario import load_system_model, run_loaded, scenario_from_data
-from flashsim.systems.vast_model import VastModel
-from flashsim.units import UnitError, parse_quantity
+from flashsim.scenario import LoadedModel, load_system_model, run_loaded, scenario_from_data
 
 #: Relative tolerance of a measurement that names none and gets no ``--tolerance``.
 DEFAULT_TOLERANCE = 0.10
@@ -231,7 +229,7 @@ def _iteration(m: Measurement) -> int | None:
     return None
 
 
-def plan_ior(m: Measurement, model: object = None) -> Plan | Skip:
+def plan_ior(m: Measurement, system: LoadedModel | None = None) -> Plan | Skip:
     """An IOR test: an ``ior`` phase (a read is preceded by the write of its files).
 
     A read reads files that exist: a write of the same files (same ranks,
@@ -243,8 +241,9 @@ def plan_ior(m: Measurement, model: object = None) -> Plan | Skip:
     (repetitions) and segments come from the conditions; small random
     transfers (at most :data:`SMALL_RANDOM_B`) run in request fidelity.  A
     measurement of scope ``iteration N`` is compared with that repetition.
-    On a ``vast`` model the phases get :func:`vast_ior_phases`'s preamble
-    (the SCM buffer at its hold level, an aged dataset).
+    The model's kind may add phases around them
+    (:meth:`~flashsim.systems.base.SystemKind.ior_reproduction`: on a ``vast``
+    model, the SCM buffer at its hold level and an aged dataset).
     """
     missing = _need(m, "operation", "tasks", "nodes", "transfer_size_B", "block_size_B")
     if missing:
@@ -327,113 +326,16 @@ def plan_ior(m: Measurement, model: object = None) -> Plan | Skip:
         if any(bool(c.extra.get(k)) for k in IOR_REORDER):
             measured.update(reorder_tasks=True, task_per_node_offset=offset)
     phases.append(measured)
-    if isinstance(model, VastModel):
-        vast = vast_ior_phases(m, phases, model)
-        if isinstance(vast, Skip):
-            return vast
-        phases = vast
+    if system is not None:
+        by_kind = system.kind.ior_reproduction(system.model, m.conditions, phases)
+        if isinstance(by_kind, str):
+            return Skip(by_kind)
+        phases = by_kind
     name, scale = field
     if iteration is not None:
         name = f"extra.repetitions.{iteration}.{name.replace('_GBps', '_Bps')}"
         scale = 1.0 if name.endswith("_Bps") else scale
     return Plan(tuple(phases), "measured", name, scale)
-
-
-#: ``Conditions.extra`` keys of an IOR measurement on a ``vast`` model (a sidecar's
-#: ``[conditions.extra]``): the state of the dataset a read reads (``"fresh"``: just
-#: written, in SCM; ``"aged"``: flushed onto QLC as seed 002's aged tests and its
-#: Fig. 4 reads were), the throw-away bytes of the flush (a unit string or B) and the
-#: bits of entropy per byte of the written data (8: random, ``ior-incompress``).
-VAST_DATASET_STATE = "dataset_state"
-VAST_AGING_BYTES = "aging_bytes"
-VAST_DATA_ENTROPY = "data_entropy"
-
-#: Seed 002 App. B's pre-read flush: 8 x 1 TiB of throw-away data, written (1 MiB
-#: transfers, fsync) and deleted eight times.
-VAST_AGING_B = 8 * 2.0**40
-VAST_AGING_PASSES = 8
-
-#: Transfer size of the preamble writes (the SCM prefill and the aging flush), B.
-VAST_PREAMBLE_TRANSFER_B = 2.0**20
-
-
-def _vast_write(
-    name: str, nodes: int, ranks_per_node: int, total_B: float, repetitions: int
-) -> dict[str, Any]:
-    """A buffered, fsynced write of ``total_B`` bytes of throw-away files, deleted after."""
-    ranks = nodes * ranks_per_node
-    segments = max(1, round(total_B / (ranks * VAST_PREAMBLE_TRANSFER_B)))
-    phase: dict[str, Any] = {
-        "name": name,
-        "workload": "ior",
-        "operation": "write",
-        "nodes": nodes,
-        "ranks_per_node": ranks_per_node,
-        "file_per_process": True,
-        "transfer_size": as_bytes(VAST_PREAMBLE_TRANSFER_B),
-        "block_size": as_bytes(VAST_PREAMBLE_TRANSFER_B),
-        "segments": segments,
-        "fsync": True,
-        "dataset": name,
-        "delete_after": True,
-        "fidelity": "flow",
-    }
-    if repetitions > 1:
-        phase["repetitions"] = repetitions
-    return phase
-
-
-def vast_ior_phases(
-    m: Measurement, phases: Sequence[dict[str, Any]], model: VastModel
-) -> list[dict[str, Any]] | Skip:
-    """An IOR plan's phases on a ``vast`` model.
-
-    * First the SCM write buffer is filled to its hold level
-      (``tier.migrate_above`` x ``tier.write_buffer``) with throw-away data,
-      deleted after: the seed's system had long been written to, so every
-      write also pays the migration of older data to QLC (as
-      ``VastSystem.prefill`` does for the seed's study units).
-    * A read of an ``extra.dataset_state = "aged"`` dataset: after its files
-      are written, :data:`VAST_AGING_B` (or ``extra.aging_bytes``) of
-      throw-away data is written and deleted in :data:`VAST_AGING_PASSES`
-      passes, which moves the files to QLC (seed 002 App. B's pre-read flush).
-    * ``extra.data_entropy`` (bits per byte) is that of every write's data
-      (default: the VAST IOR phase's, 8 = incompressible).
-    """
-    c = m.conditions
-    assert c.tasks is not None and c.nodes is not None
-    ppn = c.tasks // c.nodes
-    state = c.extra.get(VAST_DATASET_STATE, "fresh")
-    if state not in ("fresh", "aged"):
-        return Skip(f"extra.{VAST_DATASET_STATE} = {state!r}: expected 'fresh' or 'aged'")
-    if state == "aged" and c.operation != "read":
-        return Skip(f"extra.{VAST_DATASET_STATE} = 'aged' describes the dataset a read reads")
-    aging = c.extra.get(VAST_AGING_BYTES, VAST_AGING_B)
-    if isinstance(aging, str):
-        try:
-            aging = parse_quantity(aging, "bytes")
-        except UnitError as exc:
-            return Skip(f"extra.{VAST_AGING_BYTES} = {aging!r}: {exc}")
-    if isinstance(aging, bool) or not isinstance(aging, (int, float)) or aging <= 0:
-        return Skip(f"extra.{VAST_AGING_BYTES} = {aging!r}: expected a positive byte count")
-    entropy = c.extra.get(VAST_DATA_ENTROPY)
-    if entropy is not None and (
-        isinstance(entropy, bool) or not isinstance(entropy, (int, float)) or not 0 <= entropy <= 8
-    ):
-        return Skip(f"extra.{VAST_DATA_ENTROPY} = {entropy!r}: expected bits per byte, 0 to 8")
-    hold_B = model.tier.migrate_above * model.tier.write_buffer
-    out = [_vast_write("scm-prefill", c.nodes, ppn, hold_B, 1)]
-    for phase in phases:
-        if entropy is not None and phase["operation"] == "write":
-            phase = {**phase, "data_entropy": float(entropy)}
-        if state == "aged" and phase["operation"] == "read":
-            out.append(
-                _vast_write(
-                    "aging-flush", c.nodes, ppn, float(aging) / VAST_AGING_PASSES, VAST_AGING_PASSES
-                )
-            )
-        out.append(phase)
-    return out
 
 
 #: Why a fio measurement is not reproduced on a system model.
@@ -580,15 +482,15 @@ PLANNERS: Mapping[str, Callable[[Measurement], Plan | Skip]] = {
 }
 
 
-def plan(m: Measurement, model: object = None) -> Plan | Skip:
+def plan(m: Measurement, system: LoadedModel | None = None) -> Plan | Skip:
     """How to reproduce ``m`` on a model, or why it cannot be.
 
-    ``model`` is the loaded system model (its kind's schema): an IOR plan on a
-    ``vast`` model gets that kind's preamble (:func:`vast_ior_phases`); the
-    other planners do not depend on it.
+    ``system`` is the loaded model: an IOR plan gets the phases its kind adds
+    (:meth:`~flashsim.systems.base.SystemKind.ior_reproduction`); the other
+    planners do not depend on it.
     """
     if m.conditions.tool == "ior":
-        return plan_ior(m, model)
+        return plan_ior(m, system)
     planner = PLANNERS.get(m.conditions.tool)
     if planner is None:
         return Skip(f"no reproduction of {m.conditions.tool} measurements")
@@ -662,7 +564,7 @@ def evaluate(
     if not system.is_file():
         raise ConfigError(str(system), "", MISSING, "no such model file")
     # a bad model or override is the user's error (exit 2), not a skip of every measurement
-    model = load_system_model(system, dict(overrides or {})).model
+    loaded = load_system_model(system, dict(overrides or {}))
     anchor = system.resolve().parent / "(check)"
     shown = current()  # the command's progress line (flashsim.progress), if any
     runs: dict[str, Any] = {}  # plan key -> RunResult or Skip (plans differing in field share)
@@ -672,7 +574,7 @@ def evaluate(
             tol = tolerance
         else:
             tol = m.tolerance if m.tolerance is not None else DEFAULT_TOLERANCE
-        p = plan(m, model)
+        p = plan(m, loaded)
         if isinstance(p, Skip):
             outcome = skipped(m, p.reason, tol)
         else:
@@ -687,12 +589,12 @@ def evaluate(
                     "phases": [dict(ph) for ph in p.phases],
                 }
                 try:
-                    loaded = scenario_from_data(data, anchor)
+                    scenario = scenario_from_data(data, anchor)
                 except ConfigError as exc:
                     runs[key] = Skip(f"the model cannot run it: {exc.expected} ({exc.key})")
                 else:
                     with shown.task(m.id):
-                        runs[key] = run_loaded(loaded)
+                        runs[key] = run_loaded(scenario)
             # Plans that differ only in the field read (a test's bandwidth and
             # its IOPS, the summary and an iteration) share one run, not one value.
             run = runs[key]

@@ -22,6 +22,7 @@ from flashsim.components.fabric_spec import BackgroundJobSpec
 from flashsim.components.target_state import StatefulTarget, SystemStatus
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
+from flashsim.measurements.record import Conditions
 from flashsim.workloads.registry import phase_union, protocol_methods
 
 Fidelity = Literal["flow", "request"]
@@ -212,6 +213,20 @@ class SystemKind(ABC):
 
     def check(self, model: Any) -> None:  # noqa: B027 - optional hook
         """Cross-field consistency checks; raise ``ValueError`` naming the key."""
+
+    def ior_reproduction(
+        self, model: Any, conditions: Conditions, phases: Sequence[dict[str, Any]]
+    ) -> list[dict[str, Any]] | str:
+        """The scenario phases that reproduce a measured IOR test on this kind.
+
+        ``phases`` are the generic ``ior`` phases built from the measurement's
+        ``conditions`` (:func:`flashsim.measurements.reproduce.plan_ior`: the
+        write of a read's files, then the measured test).  A kind whose systems
+        need a state the output does not record (VAST: a full SCM buffer, an
+        aged dataset) adds phases around them; the default adds none.  Return
+        the phases, or a reason the measurement cannot be reproduced.
+        """
+        return list(phases)
 
     def check_phase(self, model: Any, phase: Any) -> None:  # noqa: B027 - optional hook
         """Check one validated phase against ``model`` before anything is built.

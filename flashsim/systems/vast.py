@@ -26,11 +26,13 @@ The kind is split by job:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from typing import Any
 
 from flashsim.components.fabric_spec import FabricSpec
 from flashsim.engine.simulation import Simulation
+from flashsim.measurements.record import Conditions
 from flashsim.systems.base import BuiltSystem, Description, Fidelity, SystemKind
 from flashsim.systems.vast_describe import check_model, check_phase, describe_model
 from flashsim.systems.vast_endurance import VastEndurancePhase
@@ -48,6 +50,7 @@ from flashsim.systems.vast_phases import (
     VastSizeSweepPhase,
 )
 from flashsim.systems.vast_rebuild import VastRebuildPhase
+from flashsim.systems.vast_reproduce import vast_ior_phases
 from flashsim.systems.vast_study import run_study_phase
 from flashsim.systems.vast_system import VastSystem
 from flashsim.tasks import run_tasks
@@ -105,6 +108,12 @@ class VastKind(SystemKind):
     def check(self, model: VastModel) -> None:
         """Cross-field checks of the model (see :func:`.vast_describe.check_model`)."""
         check_model(model)
+
+    def ior_reproduction(
+        self, model: VastModel, conditions: Conditions, phases: Sequence[dict[str, Any]]
+    ) -> list[dict[str, Any]] | str:
+        """A measured IOR test on VAST: a full SCM buffer, an aged dataset (``vast_ior_phases``)."""
+        return vast_ior_phases(model, conditions, phases)
 
     def check_phase(self, model: VastModel, phase: Any) -> None:
         """Client nodes within ``client.count``; ranks within :func:`check_size` (h1, issue 11)."""
