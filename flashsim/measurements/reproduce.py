@@ -105,6 +105,11 @@ def _field(m: Measurement) -> tuple[str, float] | Skip:
     return field, to_si
 
 
+def _needed_field(m: Measurement, *names: str) -> tuple[str, float] | Skip:
+    """The result field of ``m``'s quantity, once every condition in ``names`` is recorded."""
+    return _need(m, *names) or _field(m)
+
+
 def plan_obdfilter(m: Measurement) -> Plan | Skip:
     """obdfilter-survey on one OST: the Lustre ``obdfilter-survey`` phase.
 
@@ -113,10 +118,7 @@ def plan_obdfilter(m: Measurement) -> Plan | Skip:
     bandwidth is their sum) is skipped: the phase drives one OST, and summing
     one OST's value would hide which OST is slow.
     """
-    missing = _need(m, "operation", "threads", "objects", "transfer_size_B")
-    if missing:
-        return missing
-    field = _field(m)
+    field = _needed_field(m, "operation", "threads", "objects", "transfer_size_B")
     if isinstance(field, Skip):
         return field
     c = m.conditions
@@ -142,10 +144,7 @@ def plan_obdfilter(m: Measurement) -> Plan | Skip:
 
 def plan_lnet(m: Measurement) -> Plan | Skip:
     """LNet Self-Test into or out of one OSS: the Lustre ``lnet-selftest`` phase."""
-    missing = _need(m, "operation", "sources", "concurrency", "transfer_size_B")
-    if missing:
-        return missing
-    field = _field(m)
+    field = _needed_field(m, "operation", "sources", "concurrency", "transfer_size_B")
     if isinstance(field, Skip):
         return field
     c = m.conditions
@@ -245,10 +244,7 @@ def plan_ior(m: Measurement, system: LoadedModel | None = None) -> Plan | Skip:
     (:meth:`~flashsim.systems.base.SystemKind.ior_reproduction`: on a ``vast``
     model, the SCM buffer at its hold level and an aged dataset).
     """
-    missing = _need(m, "operation", "tasks", "nodes", "transfer_size_B", "block_size_B")
-    if missing:
-        return missing
-    field = _field(m)
+    field = _needed_field(m, "operation", "tasks", "nodes", "transfer_size_B", "block_size_B")
     if isinstance(field, Skip):
         return field
     c = m.conditions
