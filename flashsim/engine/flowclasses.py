@@ -72,6 +72,10 @@ from flashsim.engine.flowstate import (
 from flashsim.engine.limitledger import LimitLedger
 from flashsim.engine.maxmin import FloatArray, IntArray
 
+#: A segment guard sits this factor below the level at which its class's rate on the
+#: segment reaches the segment's limit: far more than the rounding of ``mu * segw``.
+GUARD_MARGIN = 1.0 - 1e-12
+
 #: A flow's fixed description: own constraints and coefficients, priority, level
 #: cap (bytes/s per unit priority), size (B), and (segment, weight) pairs.
 FlowSpec = tuple[
@@ -106,11 +110,14 @@ class FlowClass:
         "mu",
         "sat",
         "segcnt",
+        "sguard",
+        "shared",
         "segw",
         "t_s",
         "tags",
         "thr",
         "thr_lazy",
+        "unguarded",
         "ver",
         "vtime",
         "w",
@@ -135,6 +142,13 @@ class FlowClass:
         self.segw: dict[int, float] = {}
         self.segcnt: dict[int, int] = {}
         self.ver = 0
+        # Segment guards (see ClassLayer._guard_segments): of the segments in ``segw``,
+        # those other classes use too (``shared``), those this class alone uses whose
+        # check has no guard entry (``unguarded``), and a heap of guard entries
+        # ``(level, segment, stamp)`` for the rest: below ``level`` the segment passes.
+        self.shared: set[int] = set()
+        self.unguarded: set[int] = set()
+        self.sguard: list[tuple[float, int, int]] = []
 
     def advance(self, now_s: float) -> None:
         """Move the virtual clock to ``now_s`` at the current level."""
@@ -236,6 +250,8 @@ class ClassLayer(FlowState):
         # capacity / coefficient) and the constraint that sets it; None when a capacity
         # changed since (see _segment_alone).
         self._seg_alone: list[tuple[float, int] | None] = []
+        # Bumped whenever a segment's guard entries go stale (see _guard_segments).
+        self._seg_stamp: list[int] = []
         # Per-slot class bookkeeping (grown with the slot arrays).
         self._cls = np.zeros(0, dtype=np.int64)
         self._gen: list[int] = []
@@ -289,6 +305,7 @@ class ClassLayer(FlowState):
         self._seg_z.append(0.0)
         self._seg_bound.append(float("nan"))
         self._seg_alone.append(None)
+        self._seg_stamp.append(0)
         return g
 
     # ------------------------------------------------------------ derived values
@@ -419,6 +436,7 @@ class ClassLayer(FlowState):
         for g in self._con_segs[k]:
             self._seg_bound[g] = float("nan")
             self._seg_alone[g] = None
+            self._seg_changed(g)
 
     def _segment_alone(self, g: int) -> tuple[float, int]:
         """The rate segment ``g`` carries for a lone user, and the constraint that sets it.
@@ -721,19 +739,32 @@ class ClassLayer(FlowState):
             if fresh:
                 self._con_ncls[fresh] += 1
         self._touched.update(cons)
+        seg_stamp = self._seg_stamp
         for g, u in segs:
             dw = u * prio
             n = c.segcnt.get(g, 0)
             if n:
                 c.segcnt[g] = n + 1
                 c.segw[g] += dw
+                if g not in c.shared:
+                    seg_stamp[g] += 1
+                    c.unguarded.add(g)
             else:
                 c.segcnt[g] = 1
                 c.segw[g] = dw
                 users = self._seg_cls[g]
                 if not users:
                     self._segment_in_use(g)
+                    c.unguarded.add(g)
+                else:
+                    c.shared.add(g)
+                    if len(users) == 1:
+                        for other in users:
+                            o = self._classes[other]
+                            o.shared.add(g)
+                            o.unguarded.discard(g)
                 users.add(cid)
+                seg_stamp[g] += 1
                 c.sat.update(k for k in self._seg_bott[g] if k != c.con)
             self._seg_z[g] += dw * vtime
             self._touched_segs.add(g)
@@ -777,18 +808,31 @@ class ClassLayer(FlowState):
             if gone:
                 self._con_ncls[gone] -= 1
         self._touched.update(cons)
+        seg_stamp = self._seg_stamp
         for g, u in segs:
             dw = u * prio
             n = c.segcnt[g] - 1
             if n:
                 c.segcnt[g] = n
                 c.segw[g] -= dw
+                if g not in c.shared:
+                    seg_stamp[g] += 1
+                    c.unguarded.add(g)
             else:
                 del c.segcnt[g]
                 del c.segw[g]
-                self._seg_cls[g].discard(cid)
-                if not self._seg_cls[g]:
+                users = self._seg_cls[g]
+                users.discard(cid)
+                c.shared.discard(g)
+                c.unguarded.discard(g)
+                seg_stamp[g] += 1
+                if not users:
                     self._con_nsegs[self._seg_cons[g]] -= 1
+                elif len(users) == 1:
+                    for other in users:
+                        o = self._classes[other]
+                        o.shared.discard(g)
+                        o.unguarded.add(g)
                 for k in self._seg_bott[g]:
                     if k not in c.cnt and not self._crosses_by_segment(c, k):
                         c.sat.discard(k)
@@ -914,11 +958,78 @@ class ClassLayer(FlowState):
         # A segment's rate can pass a threshold only if it rose: its users changed,
         # or a class using it moved up (one whose level fell only lowers it).
         segs = set(self._touched_segs)
+        risen: list[FlowClass] = []
         for cid, mu in changed:
             c = classes[cid]
             if c.mu > mu:
-                segs.update(c.segw)
-        return all(self._check_segment(g) for g in segs)
+                self._unguard_risen(c)
+                segs.update(c.shared)
+                segs.update(c.unguarded)
+                risen.append(c)
+        if not all(self._check_segment(g) for g in segs):
+            return False
+        touched_segs = self._touched_segs
+        for c in risen:
+            self._guard_segments(c, touched_segs)
+        return True
+
+    def _seg_changed(self, g: int) -> None:
+        """Segment ``g``'s load limits or its user's weight changed: its guard is stale."""
+        self._seg_stamp[g] += 1
+        users = self._seg_cls[g]
+        if len(users) == 1:
+            for cid in users:
+                self._classes[cid].unguarded.add(g)
+
+    def _unguard_risen(self, c: FlowClass) -> None:
+        """Class ``c`` rose: the segments whose guard level it passed need their check.
+
+        A guard entry ``(level, g, stamp)`` of a segment ``g`` that ``c`` alone
+        uses says that its check (:meth:`_check_segment`) passes, touching
+        nothing, for any level of ``c`` up to ``level`` (a little below the
+        level at which ``c``'s rate on ``g`` reaches its bound or its lowest
+        threshold), as long as ``g``'s stamp is unchanged (its user's weight,
+        users, bound and thresholds as they were).  So a class that rises
+        checks only its shared segments, those without a guard, and those
+        whose guard it passed: not every segment it uses.
+        """
+        guard = c.sguard
+        mu = c.mu
+        stamps = self._seg_stamp
+        while guard and not mu <= guard[0][0]:
+            _level, g, stamp = heapq.heappop(guard)
+            if stamps[g] == stamp:
+                c.unguarded.add(g)
+
+    def _guard_segments(self, c: FlowClass, skip: set[int]) -> None:
+        """Give ``c``'s unguarded segments, which just passed their checks, guard entries.
+
+        Those in ``skip`` (touched in this event, so likely touched again) stay
+        unguarded: they are checked whenever ``c`` rises.
+        """
+        if not c.unguarded:
+            return
+        stamps = self._seg_stamp
+        con_ver = self._con_ver
+        guard = c.sguard
+        for g in list(c.unguarded):
+            if g in skip:
+                continue
+            limit = self._segment_bound(g)
+            thr = self._seg_thr[g]
+            while thr:
+                level, k, ver = thr[0]
+                if con_ver[k] == ver:
+                    limit = min(limit, level)
+                    break
+                heapq.heappop(thr)
+            # A margin of many rounding steps: below the entry's level, mu * segw <= limit.
+            heapq.heappush(guard, (limit / c.segw[g] * GUARD_MARGIN, g, stamps[g]))
+            c.unguarded.discard(g)
+        if len(guard) > 4 * len(c.segw) + 64:
+            live = [e for e in guard if stamps[e[1]] == e[2] and e[1] in c.segw]
+            heapq.heapify(live)
+            c.sguard = live
 
     def _update_levels(self, seeds: set[int], changed: list[tuple[int, float]]) -> bool:
         """Re-solve the levels of bottleneck classes in level order from ``seeds``.
@@ -993,6 +1104,7 @@ class ClassLayer(FlowState):
                 heapq.heappush(mover.thr, (mover.mu + share / mover.w[k], k, ver))
             for g, rate, coef in seg_movers:
                 heapq.heappush(self._seg_thr[g], (rate + share / coef, k, ver))
+                self._seg_changed(g)
         return True
 
     def _check_segment(self, g: int) -> bool:
@@ -1450,6 +1562,9 @@ class ClassLayer(FlowState):
                     self._con_nsegs[self._seg_cons[g]] += 1
                 self._seg_cls[g].add(c.cid)
                 c.sat.update(k for k in self._seg_bott[g] if k != c.con)
+        for c in classes:
+            for g in c.segw:
+                (c.unguarded if len(self._seg_cls[g]) == 1 else c.shared).add(g)
         # Threshold levels of the constraints that are no class's bottleneck: vectorised
         # for constraints only classes' own entries cross, one by one in used segments.
         in_seg = self._con_nsegs[:n] > 0
