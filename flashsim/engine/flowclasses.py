@@ -733,11 +733,9 @@ class ClassLayer(FlowState):
                     c.sat.add(k)
             if not c.con:
                 con_fixed[k] += c.mu * dw
-        if cons:
-            # One vector update each (the same sums as entry by entry: cons are distinct).
-            con_z[list(cons)] += np.array(coefs) * prio * vtime
-            if fresh:
-                self._con_ncls[fresh] += 1
+            con_z[k] += dw * vtime  # (a * prio) * vtime, as a vector form would compute it
+        if fresh:
+            self._con_ncls[fresh] += 1
         self._touched.update(cons)
         seg_stamp = self._seg_stamp
         for g, u in segs:
@@ -802,11 +800,9 @@ class ClassLayer(FlowState):
                 self._con_movers[k].discard(cid)
                 if not (c.segw and self._crosses_by_segment(c, k)):
                     c.sat.discard(k)
-        if cons:
-            # One vector update each (the same sums as entry by entry: cons are distinct).
-            con_z[list(cons)] -= np.array(coefs) * prio * vtime
-            if gone:
-                self._con_ncls[gone] -= 1
+            con_z[k] -= dw * vtime  # (a * prio) * vtime, as a vector form would compute it
+        if gone:
+            self._con_ncls[gone] -= 1
         self._touched.update(cons)
         seg_stamp = self._seg_stamp
         for g, u in segs:

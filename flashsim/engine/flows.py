@@ -46,6 +46,9 @@ from flashsim.engine.maxmin import FloatArray
 COMPLETION_RTOL = 1e-9
 #: Relative time slack within which completions count as simultaneous.
 TIME_RTOL = 1e-12
+#: Paths whose entries :meth:`FlowNetwork.start_flow` remembers (emptied when full): a
+#: replay starts every call of a kind on the same path tuple.
+PATH_MEMO_KEPT = 4096
 
 
 @dataclass(eq=False)
@@ -192,6 +195,9 @@ class FlowNetwork(ClassLayer):
         # _con_cap[k] * t + _cap_corr.get(k, 0), kept continuous across creation and
         # set_capacity.
         self._cap_corr: dict[int, float] = {}
+        # id(path) -> (path, op_size_B, own constraints, coefficients, segments, and the
+        # first two as arrays): a path tuple's entries, checked and built once.
+        self._path_memo: dict[int, tuple[Any, ...]] = {}
 
     # ------------------------------------------------------------------ resources
     def add_resource(
@@ -424,6 +430,61 @@ class FlowNetwork(ClassLayer):
             raise ValueError(f"flow {name!r}: rate_cap_Bps(={rate_cap_Bps}) must be > 0")
         if op_size_B is not None and not (op_size_B > 0 and math.isfinite(op_size_B)):
             raise ValueError(f"flow {name!r}: op_size_B(={op_size_B}) must be a finite number > 0")
+        memo = self._path_memo.get(id(path))
+        if memo is not None and memo[0] is path and memo[1] == op_size_B:
+            _path, _op, cons, coefs, segs_t, cons_arr, coefs_arr = memo
+        else:
+            cons, coefs, segs_t = self._path_entries(path, op_size_B, name)
+            cons_arr = np.array(cons, dtype=np.int64)
+            coefs_arr = np.array(coefs, dtype=np.float64)
+            if isinstance(path, tuple):
+                if len(self._path_memo) >= PATH_MEMO_KEPT:
+                    self._path_memo.clear()
+                self._path_memo[id(path)] = (path, op_size_B, cons, coefs, segs_t, cons_arr, coefs_arr)
+        cap = np.inf if rate_cap_Bps is None else float(rate_cap_Bps)
+        if not cons and not segs_t and not math.isfinite(cap):
+            raise ValueError(f"flow {name!r}: has neither a limited resource nor a rate cap")
+        slot = self._alloc_slot(len(cons))
+        # A free slot's row is zero (_grow_slots, _release): only its own entries are written.
+        n_own = len(cons)
+        self._path_con[slot, :n_own] = cons_arr
+        self._path_coef[slot, :n_own] = coefs_arr
+        self._priority[slot] = priority
+        self._level_cap[slot] = cap / priority
+        self._ledger.label[slot] = self._ledger.label_id(cap_label)
+        self._level[slot] = 0.0
+        self._active[slot] = True
+        self._has_seg[slot] = bool(segs_t)
+        self._segs[slot] = segs_t
+        for g, _ in segs_t:
+            self._seg_slots[g].add(slot)
+        self._n_active += 1
+        self._spec[slot] = (
+            cons,
+            coefs,
+            float(priority),
+            cap / priority,
+            float(size_B),
+            segs_t,
+        )
+        flow = Flow(name, float(size_B), self.env.event(), self.env.now, _slot=slot, _network=self)
+        self._flows[slot] = flow
+        self._pending_new[slot] = None
+        self._index_recent.append(slot)
+        self._schedule_solve()
+        return flow
+
+    def _path_entries(
+        self,
+        path: Sequence[tuple[Resource | Segment, float]],
+        op_size_B: float | None,
+        name: str,
+    ) -> tuple[tuple[int, ...], tuple[float, ...], tuple[tuple[int, float], ...]]:
+        """A path's own constraints and coefficients and its (segment, weight) pairs.
+
+        Checks every weight and that ``op_size_B`` is given where operations
+        are limited (``ValueError`` naming flow ``name`` otherwise).
+        """
         coef_by_con: dict[int, float] = {}
         segs: list[tuple[int, float]] = []
         for element, weight in path:
@@ -454,40 +515,7 @@ class FlowNetwork(ClassLayer):
                 coef_by_con[element._con_ops] = (
                     coef_by_con.get(element._con_ops, 0.0) + weight / op_size_B
                 )
-        cap = np.inf if rate_cap_Bps is None else float(rate_cap_Bps)
-        if not coef_by_con and not segs and not math.isfinite(cap):
-            raise ValueError(f"flow {name!r}: has neither a limited resource nor a rate cap")
-        slot = self._alloc_slot(len(coef_by_con))
-        cons = tuple(coef_by_con)
-        coefs = tuple(coef_by_con.values())
-        self._path_con[slot, :] = 0
-        self._path_coef[slot, :] = 0.0
-        self._path_con[slot, : len(cons)] = cons
-        self._path_coef[slot, : len(cons)] = coefs
-        self._priority[slot] = priority
-        self._level_cap[slot] = cap / priority
-        self._ledger.label[slot] = self._ledger.label_id(cap_label)
-        self._level[slot] = 0.0
-        self._active[slot] = True
-        self._has_seg[slot] = bool(segs)
-        self._segs[slot] = tuple(segs)
-        for g, _ in segs:
-            self._seg_slots[g].add(slot)
-        self._n_active += 1
-        self._spec[slot] = (
-            cons,
-            coefs,
-            float(priority),
-            cap / priority,
-            float(size_B),
-            tuple(segs),
-        )
-        flow = Flow(name, float(size_B), self.env.event(), self.env.now, _slot=slot, _network=self)
-        self._flows[slot] = flow
-        self._pending_new[slot] = None
-        self._index_recent.append(slot)
-        self._schedule_solve()
-        return flow
+        return tuple(coef_by_con), tuple(coef_by_con.values()), tuple(segs)
 
     def cancel_flow(self, flow: Flow) -> float:
         """Stop a flow before it completes; return the bytes it had moved.
