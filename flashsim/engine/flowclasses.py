@@ -941,16 +941,20 @@ class ClassLayer(FlowState):
         below it); segments whose rate may have risen are checked.
         """
         classes = self._classes
-        if not all(self._refresh_constraint(k) for k in self._touched):
-            return False
+        refresh = self._refresh_constraint
+        for k in self._touched:
+            if not refresh(k):
+                return False
         old = dict(changed)
         check = set(old)
-        check.update(int(self._cls[s]) for s in joined)
-        if not all(
-            self._verify(classes[cid], cid in created or classes[cid].mu < old.get(cid, -np.inf))
-            for cid in check
-        ):
-            return False
+        cls = self._cls
+        for s in joined:
+            check.add(int(cls[s]))
+        verify = self._verify
+        for cid in check:
+            c = classes[cid]
+            if not verify(c, cid in created or c.mu < old.get(cid, -np.inf)):
+                return False
         # A segment's rate can pass a threshold only if it rose: its users changed,
         # or a class using it moved up (one whose level fell only lowers it).
         segs = set(self._touched_segs)
@@ -962,8 +966,10 @@ class ClassLayer(FlowState):
                 segs.update(c.shared)
                 segs.update(c.unguarded)
                 risen.append(c)
-        if not all(self._check_segment(g) for g in segs):
-            return False
+        check_segment = self._check_segment
+        for g in segs:
+            if not check_segment(g):
+                return False
         touched_segs = self._touched_segs
         for c in risen:
             self._guard_segments(c, touched_segs)
@@ -1074,13 +1080,27 @@ class ClassLayer(FlowState):
         segment containing it) gets a threshold: its escrow share of ``k``'s
         slack, as a level (classes) or a segment rate (segments).
         """
-        self._con_ver[k] += 1
+        con_ver = self._con_ver
+        ver = con_ver[k] + 1
+        con_ver[k] = ver
         self._refreshed.add(k)
         if self._con_class[k] >= 0:
             return True
         limit = float(self._con_cap[k]) * (1.0 + SATURATION_RTOL)
         load = self._con_fixed[k]
-        movers = [self._classes[cid] for cid in self._con_movers[k]]
+        mover_ids = self._con_movers[k]
+        if len(mover_ids) == 1 and not self._con_segs[k]:
+            # The common case: one class moves it, no segment holds it (the same sums).
+            for cid in mover_ids:
+                c = self._classes[cid]
+                w = c.w[k]
+                load += c.mu * w
+                if not load <= limit:
+                    return False
+                if limit < np.inf:
+                    heapq.heappush(c.thr, (c.mu + (limit - load) / 1 / w, k, ver))
+            return True
+        movers = [self._classes[cid] for cid in mover_ids]
         for c in movers:
             load += c.mu * c.w[k]
         seg_movers: list[tuple[int, float, float]] = []
@@ -1095,7 +1115,6 @@ class ClassLayer(FlowState):
         n_movers = len(movers) + len(seg_movers)
         if n_movers and limit < np.inf:
             share = (limit - load) / n_movers
-            ver = self._con_ver[k]
             for mover in movers:
                 heapq.heappush(mover.thr, (mover.mu + share / mover.w[k], k, ver))
             for g, rate, coef in seg_movers:
@@ -1144,8 +1163,9 @@ class ClassLayer(FlowState):
         if c.con:
             if c.min_cap(self._gen) < mu * (1.0 - LEVEL_RTOL):
                 return False
+            con_ver = self._con_ver
             while True:
-                level, k = c.min_threshold(self._con_ver)
+                level, k = c.min_threshold(con_ver)
                 if mu <= level:
                     break
                 # Past its threshold or escrow share: re-check the constraint for real.
@@ -1155,7 +1175,12 @@ class ClassLayer(FlowState):
                 for other in self._crossing_classes(c.con):
                     if classes[other].mu > high:
                         return False
-        return all(mu <= classes[self._con_class[k]].mu * (1.0 + LEVEL_RTOL) for k in c.sat)
+        if c.sat:
+            con_class = self._con_class
+            for k in c.sat:
+                if not mu <= classes[con_class[k]].mu * (1.0 + LEVEL_RTOL):
+                    return False
+        return True
 
     # ------------------------------------------------------------ flow-level path
     def _materialise(self) -> None:
