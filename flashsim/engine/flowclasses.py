@@ -76,6 +76,10 @@ from flashsim.engine.maxmin import FloatArray, IntArray
 #: segment reaches the segment's limit: far more than the rounding of ``mu * segw``.
 GUARD_MARGIN = 1.0 - 1e-12
 
+#: A constraint one class moves whose slack is at most this fraction of its capacity is
+#: checked directly when the class rises, not by a threshold entry (see FlowClass.near).
+NEAR_RTOL = 1e-6
+
 #: A flow's fixed description: own constraints and coefficients, priority, level
 #: cap (bytes/s per unit priority), size (B), and (segment, weight) pairs.
 FlowSpec = tuple[
@@ -108,6 +112,7 @@ class FlowClass:
         "con",
         "members",
         "mu",
+        "near",
         "sat",
         "segcnt",
         "sguard",
@@ -139,6 +144,11 @@ class FlowClass:
         # Threshold entries from a rebuild, turned into heap entries on first use.
         self.thr_lazy: tuple[Any, Any, Any] | None = None
         self.members: set[int] = set()
+        # Constraints this class alone moves (no segment holds them) whose slack was
+        # within NEAR_RTOL of their capacity when last re-derived: checked directly by
+        # ClassLayer._verify rather than by a threshold entry (a constraint tied with the
+        # bottleneck would otherwise push a new entry on every event).
+        self.near: set[int] = set()
         self.segw: dict[int, float] = {}
         self.segcnt: dict[int, int] = {}
         self.ver = 0
@@ -263,6 +273,10 @@ class ClassLayer(FlowState):
         self._events: list[tuple[float, int, int]] = []  # (completion s, class, version)
         self._dirty: set[int] = set()
         self._touched: set[int] = set()
+        # Touched constraints whose load may have risen: their thresholds are re-derived
+        # (_check_classes).  A flow leaving only lowers loads, so its constraints' escrow
+        # thresholds stay safe (if conservative) and they are not in it.
+        self._tight: set[int] = set()
         self._touched_segs: set[int] = set()
         self._refreshed: set[int] = set()  # constraints re-derived during this event
         self._lost_bottlenecks: set[int] = set()
@@ -433,6 +447,7 @@ class ClassLayer(FlowState):
     def _capacity_changed(self, k: int) -> None:
         """Constraint ``k``'s capacity changed: re-check it and the segments holding it."""
         self._touched.add(k)
+        self._tight.add(k)
         for g in self._con_segs[k]:
             self._seg_bound[g] = float("nan")
             self._seg_alone[g] = None
@@ -637,7 +652,9 @@ class ClassLayer(FlowState):
         cons = self._seg_cons[g]
         shared = (self._con_nsegs[cons] > 0) | (self._con_ncls[cons] > 0)
         if shared.any():
-            self._touched.update(cons[shared].tolist())
+            now_shared = cons[shared].tolist()
+            self._touched.update(now_shared)
+            self._tight.update(now_shared)
         self._con_nsegs[cons] += 1
 
     def _crosses_by_segment(self, c: FlowClass, k: int) -> bool:
@@ -674,6 +691,7 @@ class ClassLayer(FlowState):
             for other in self._crossing_classes(con):
                 self._classes[other].sat.add(con)
             self._touched.add(con)
+            self._tight.add(con)
         else:
             self._cap_class[cap_level] = cid
         return c
@@ -689,6 +707,7 @@ class ClassLayer(FlowState):
                 self._seg_bott[g].discard(con)
             self._lost_bottlenecks.add(con)
             self._touched.add(con)
+            self._tight.add(con)
             for other in self._crossing_classes(con):
                 self._classes[other].sat.discard(con)
         else:
@@ -737,6 +756,7 @@ class ClassLayer(FlowState):
         if fresh:
             self._con_ncls[fresh] += 1
         self._touched.update(cons)
+        self._tight.update(cons)
         seg_stamp = self._seg_stamp
         for g, u in segs:
             dw = u * prio
@@ -942,8 +962,9 @@ class ClassLayer(FlowState):
         """
         classes = self._classes
         refresh = self._refresh_constraint
+        tight = self._tight
         for k in self._touched:
-            if not refresh(k):
+            if k in tight and not refresh(k):
                 return False
         old = dict(changed)
         check = set(old)
@@ -1097,10 +1118,15 @@ class ClassLayer(FlowState):
                 load += c.mu * w
                 if not load <= limit:
                     return False
-                if limit < np.inf:
+                if limit - load <= NEAR_RTOL * limit:
+                    c.near.add(k)  # _verify checks it directly
+                elif limit < np.inf:
+                    c.near.discard(k)
                     heapq.heappush(c.thr, (c.mu + (limit - load) / 1 / w, k, ver))
             return True
         movers = [self._classes[cid] for cid in mover_ids]
+        for c in movers:
+            c.near.discard(k)
         for c in movers:
             load += c.mu * c.w[k]
         seg_movers: list[tuple[int, float, float]] = []
@@ -1171,6 +1197,8 @@ class ClassLayer(FlowState):
                 # Past its threshold or escrow share: re-check the constraint for real.
                 if not self._refresh_constraint(k):
                     return False
+            if c.near and not self._check_near(c):
+                return False
             if fell:
                 for other in self._crossing_classes(c.con):
                     if classes[other].mu > high:
@@ -1179,6 +1207,32 @@ class ClassLayer(FlowState):
             con_class = self._con_class
             for k in c.sat:
                 if not mu <= classes[con_class[k]].mu * (1.0 + LEVEL_RTOL):
+                    return False
+        return True
+
+    def _check_near(self, c: FlowClass) -> bool:
+        """Check the constraints of ``c.near`` directly at its level; False if one is over.
+
+        A constraint that is no longer moved by ``c`` alone (or has become a
+        bottleneck, or part of a segment in use) leaves the set: the event
+        that changed it re-derived its thresholds.
+        """
+        mu = c.mu
+        w = c.w
+        con_movers = self._con_movers
+        con_segs = self._con_segs
+        con_class = self._con_class
+        con_fixed = self._con_fixed
+        con_cap = self._con_cap
+        for k in list(c.near):
+            wk = w.get(k)
+            if wk is None or len(con_movers[k]) != 1 or con_segs[k] or con_class[k] >= 0:
+                c.near.discard(k)
+                continue
+            load = con_fixed[k] + mu * wk
+            if not load <= float(con_cap[k]) * (1.0 + SATURATION_RTOL):
+                # Over: the real check says so (and re-derives what it must).
+                if not self._refresh_constraint(k):
                     return False
         return True
 

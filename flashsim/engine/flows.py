@@ -618,6 +618,7 @@ class FlowNetwork(ClassLayer):
                 spec = self._spec[s]
                 if spec is not None:
                     self._touched.update(spec[0])
+                    self._tight.update(spec[0])
                     self._touched_segs.update(g for g, _ in spec[5])
             self._active[s] = False
             self._level[s] = 0.0
@@ -647,6 +648,7 @@ class FlowNetwork(ClassLayer):
             self._flow_level_solve(new, full=False)
         self._pending_full = False
         self._touched.clear()
+        self._tight.clear()
         self._touched_segs.clear()
         self._refreshed.clear()
         self._lost_bottlenecks.clear()
