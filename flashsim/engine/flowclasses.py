@@ -278,6 +278,9 @@ class ClassLayer(FlowState):
         # thresholds stay safe (if conservative) and they are not in it.
         self._tight: set[int] = set()
         self._touched_segs: set[int] = set()
+        # Touched segments whose rate may have risen at the classes' present levels (users
+        # joined); a leave only lowers the rate of the segments it leaves.
+        self._tight_segs: set[int] = set()
         self._refreshed: set[int] = set()  # constraints re-derived during this event
         self._lost_bottlenecks: set[int] = set()
         self._moved: set[int] = set()
@@ -786,6 +789,7 @@ class ClassLayer(FlowState):
                 c.sat.update(k for k in self._seg_bott[g] if k != c.con)
             self._seg_z[g] += dw * vtime
             self._touched_segs.add(g)
+            self._tight_segs.add(g)
         c.members.add(slot)
         self._moved.add(slot)
         self._mark_dirty(c)
@@ -829,11 +833,9 @@ class ClassLayer(FlowState):
             dw = u * prio
             n = c.segcnt[g] - 1
             if n:
+                # A lower weight keeps its guard safe (the segment's rate only falls).
                 c.segcnt[g] = n
                 c.segw[g] -= dw
-                if g not in c.shared:
-                    seg_stamp[g] += 1
-                    c.unguarded.add(g)
             else:
                 del c.segcnt[g]
                 del c.segw[g]
@@ -938,8 +940,14 @@ class ClassLayer(FlowState):
                 seeds.update(con_class[k] for k in self._seg_bott[g])
             ok = self._update_levels(seeds, changed)
         if ok:
-            with self._levels_fixed():
+            # As `with self._levels_fixed()`, without a context manager on every event.
+            outer = self._rate_memo
+            if outer is None:
+                self._rate_memo = {}
+            try:
                 ok = self._check_classes(changed, joined, created)
+            finally:
+                self._rate_memo = outer
         if not ok:
             for cid, mu in changed:
                 if cid in classes:
@@ -976,9 +984,9 @@ class ClassLayer(FlowState):
             c = classes[cid]
             if not verify(c, cid in created or c.mu < old.get(cid, -np.inf)):
                 return False
-        # A segment's rate can pass a threshold only if it rose: its users changed,
-        # or a class using it moved up (one whose level fell only lowers it).
-        segs = set(self._touched_segs)
+        # A segment's rate can pass a threshold only if it rose: users joined it, or a
+        # class using it moved up (one whose level fell, or a leave, only lowers it).
+        segs = set(self._tight_segs)
         risen: list[FlowClass] = []
         for cid, mu in changed:
             c = classes[cid]
@@ -1224,6 +1232,18 @@ class ClassLayer(FlowState):
         con_class = self._con_class
         con_fixed = self._con_fixed
         con_cap = self._con_cap
+        for k in c.near:  # the common case: every one still alone and under
+            wk = w.get(k)
+            if (
+                wk is None
+                or len(con_movers[k]) != 1
+                or con_segs[k]
+                or con_class[k] >= 0
+                or not con_fixed[k] + mu * wk <= float(con_cap[k]) * (1.0 + SATURATION_RTOL)
+            ):
+                break
+        else:
+            return True
         for k in list(c.near):
             wk = w.get(k)
             if wk is None or len(con_movers[k]) != 1 or con_segs[k] or con_class[k] >= 0:

@@ -620,6 +620,7 @@ class FlowNetwork(ClassLayer):
                     self._touched.update(spec[0])
                     self._tight.update(spec[0])
                     self._touched_segs.update(g for g, _ in spec[5])
+                    self._tight_segs.update(g for g, _ in spec[5])
             self._active[s] = False
             self._level[s] = 0.0
             self._path_con[s] = 0
@@ -650,6 +651,7 @@ class FlowNetwork(ClassLayer):
         self._touched.clear()
         self._tight.clear()
         self._touched_segs.clear()
+        self._tight_segs.clear()
         self._refreshed.clear()
         self._lost_bottlenecks.clear()
         for cid in self._dirty:
