@@ -936,8 +936,10 @@ class ClassLayer(FlowState):
                     joined.append(slot)
         if ok:
             seeds = {con_class[k] for k in self._touched if con_class[k] >= 0}
+            seg_bott = self._seg_bott
             for g in self._touched_segs:
-                seeds.update(con_class[k] for k in self._seg_bott[g])
+                if seg_bott[g]:
+                    seeds.update(con_class[k] for k in seg_bott[g])
             ok = self._update_levels(seeds, changed)
         if ok:
             # As `with self._levels_fixed()`, without a context manager on every event.
@@ -1069,8 +1071,12 @@ class ClassLayer(FlowState):
         turn out to depend on each other (a tie), which the repair resolves.
         """
         classes = self._classes
-        heap = [(classes[cid].mu, cid) for cid in seeds]
-        heapq.heapify(heap)
+        if len(seeds) == 1:
+            (cid,) = seeds
+            heap = [(classes[cid].mu, cid)]
+        else:
+            heap = [(classes[cid].mu, cid) for cid in seeds]
+            heapq.heapify(heap)
         done: set[int] = set()
         while heap:
             _, cid = heapq.heappop(heap)

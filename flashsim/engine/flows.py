@@ -32,6 +32,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,7 @@ import numpy.typing as npt
 import simpy
 
 from flashsim.engine.flowclasses import ClassLayer, FlowClass
-from flashsim.engine.flowstate import wants_full_solve
+from flashsim.engine.flowstate import FULL_SOLVE_MIN_FLOWS, wants_full_solve
 from flashsim.engine.maxmin import FloatArray
 
 #: A flow whose remaining bytes fall below this fraction of its size is complete.
@@ -641,7 +642,9 @@ class FlowNetwork(ClassLayer):
     def _resolve(self) -> None:
         new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
         self._pending_new = {}
-        if self._pending_full or wants_full_solve(len(new), self._n_active):
+        if self._pending_full or (
+            len(new) > FULL_SOLVE_MIN_FLOWS and wants_full_solve(len(new), self._n_active)
+        ):
             self._flow_level_solve(new, full=True)
         elif self._fast_update(new):
             self.stats["class_events"] += 1
@@ -680,9 +683,13 @@ class FlowNetwork(ClassLayer):
         nxt = self._next_event()
         if nxt is None:
             return
-        token = self._timer_token
         event = self.env.timeout(max(nxt[0] - self.env.now, 0.0))
-        event.callbacks.append(lambda _ev: self._on_completion_timer(token))
+        event.callbacks.append(partial(self._on_timer_event, self._timer_token))
+
+    def _on_timer_event(self, token: int, _event: simpy.Event) -> None:
+        """The completion timer of ``token`` fired (stale unless it is the last one set)."""
+        if token == self._timer_token:
+            self._on_completion_timer(token)
 
     def _due(self, c: FlowClass, now: float) -> list[int]:
         """Pop the members of ``c`` that complete at ``now`` (within rounding)."""
