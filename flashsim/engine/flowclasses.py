@@ -971,16 +971,27 @@ class ClassLayer(FlowState):
         below it); segments whose rate may have risen are checked.
         """
         classes = self._classes
-        refresh = self._refresh_constraint
-        tight = self._tight
-        for k in self._touched:
-            if k in tight and not refresh(k):
-                return False
         old = dict(changed)
         check = set(old)
         cls = self._cls
         for s in joined:
             check.add(int(cls[s]))
+        tight = self._tight
+        if tight:
+            refresh = self._refresh_constraint
+            con_movers = self._con_movers
+            con_segs = self._con_segs
+            con_class = self._con_class
+            for k in self._touched:
+                if k not in tight:
+                    continue
+                movers = con_movers[k]
+                if len(movers) == 1 and not con_segs[k] and con_class[k] < 0:
+                    (cid,) = movers
+                    if cid in check and k in classes[cid].near:
+                        continue  # still one mover's: _verify checks it directly
+                if not refresh(k):
+                    return False
         verify = self._verify
         for cid in check:
             c = classes[cid]
