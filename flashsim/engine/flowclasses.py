@@ -721,7 +721,10 @@ class ClassLayer(FlowState):
         spec = self._spec[slot]
         assert spec is not None
         cons, coefs, prio, level_cap, _size, segs = spec
-        c.advance(self.env.now)
+        now = self.env.now
+        if now > c.t_s:  # c.advance(now), inline
+            c.vtime += c.mu * (now - c.t_s)
+            c.t_s = now
         gen = self._gen[slot] + 1
         self._gen[slot] = gen
         tag = c.vtime + remaining_B / prio
@@ -792,7 +795,8 @@ class ClassLayer(FlowState):
             self._tight_segs.add(g)
         c.members.add(slot)
         self._moved.add(slot)
-        self._mark_dirty(c)
+        c.ver += 1  # self._mark_dirty(c), inline
+        self._dirty.add(c.cid)
 
     def _leave(self, slot: int) -> float:
         """Take a flow out of its class; return its remaining bytes."""
@@ -800,7 +804,10 @@ class ClassLayer(FlowState):
         assert spec is not None
         cons, coefs, prio, _cap, _size, segs = spec
         c = self._classes[int(self._cls[slot])]
-        c.advance(self.env.now)
+        now = self.env.now
+        if now > c.t_s:  # c.advance(now), inline
+            c.vtime += c.mu * (now - c.t_s)
+            c.t_s = now
         vtime = c.vtime
         remaining = prio * (self._tag[slot] - vtime)
         self._ledger.leave(slot, vtime, prio)
@@ -860,7 +867,8 @@ class ClassLayer(FlowState):
         self._cls[slot] = -1
         c.members.discard(slot)
         self._moved.add(slot)
-        self._mark_dirty(c)
+        c.ver += 1  # self._mark_dirty(c), inline
+        self._dirty.add(c.cid)
         if not c.members:
             self._drop_class(c)
         return max(remaining, 0.0)
@@ -1212,11 +1220,29 @@ class ClassLayer(FlowState):
         classes = self._classes
         high = mu * (1.0 + LEVEL_RTOL)
         if c.con:
-            if c.min_cap(self._gen) < mu * (1.0 - LEVEL_RTOL):
-                return False
+            caps = c.caps  # c.min_cap(self._gen), inline
+            gens = self._gen
+            while caps:
+                cap, gen, slot = caps[0]
+                if gens[slot] == gen:
+                    if cap < mu * (1.0 - LEVEL_RTOL):
+                        return False
+                    break
+                heapq.heappop(caps)
             con_ver = self._con_ver
+            thr = c.thr
             while True:
-                level, k = c.min_threshold(con_ver)
+                if c.thr_lazy is None:  # c.min_threshold(con_ver), inline
+                    while thr:
+                        level, k, ver = thr[0]
+                        if con_ver[k] == ver:
+                            break
+                        heapq.heappop(thr)
+                    else:
+                        break
+                else:
+                    level, k = c.min_threshold(con_ver)
+                    thr = c.thr
                 if mu <= level:
                     break
                 # Past its threshold or escrow share: re-check the constraint for real.
