@@ -1155,7 +1155,10 @@ class ClassLayer(FlowState):
                     c.near.add(k)  # _verify checks it directly
                 elif limit < np.inf:
                     c.near.discard(k)
-                    heapq.heappush(c.thr, (c.mu + (limit - load) / 1 / w, k, ver))
+                    thr = c.thr
+                    heapq.heappush(thr, (c.mu + (limit - load) / 1 / w, k, ver))
+                    if len(thr) > 4 * len(c.w) + 64:
+                        self._drop_stale_thresholds(c)
             return True
         movers = [self._classes[cid] for cid in mover_ids]
         for c in movers:
@@ -1230,9 +1233,9 @@ class ClassLayer(FlowState):
                     break
                 heapq.heappop(caps)
             con_ver = self._con_ver
-            thr = c.thr
             while True:
                 if c.thr_lazy is None:  # c.min_threshold(con_ver), inline
+                    thr = c.thr  # (re-read: a re-derivation may compact it)
                     while thr:
                         level, k, ver = thr[0]
                         if con_ver[k] == ver:
@@ -1242,7 +1245,6 @@ class ClassLayer(FlowState):
                         break
                 else:
                     level, k = c.min_threshold(con_ver)
-                    thr = c.thr
                 if mu <= level:
                     break
                 # Past its threshold or escrow share: re-check the constraint for real.
@@ -1260,6 +1262,18 @@ class ClassLayer(FlowState):
                 if not mu <= classes[con_class[k]].mu * (1.0 + LEVEL_RTOL):
                     return False
         return True
+
+    def _drop_stale_thresholds(self, c: FlowClass) -> None:
+        """Keep only ``c``'s live threshold entries (at most one per constraint it crosses).
+
+        Each re-derivation pushes a new entry and leaves the old one stale; stale
+        ones far above the level never reach the top to be dropped.  The heap's
+        top stays the least live entry, so no check changes.
+        """
+        con_ver = self._con_ver
+        live = [entry for entry in c.thr if con_ver[entry[1]] == entry[2]]
+        heapq.heapify(live)
+        c.thr = live
 
     def _check_near(self, c: FlowClass) -> bool:
         """Check the constraints of ``c.near`` directly at its level; False if one is over.
