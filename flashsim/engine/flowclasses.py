@@ -990,8 +990,14 @@ class ClassLayer(FlowState):
             con_movers = self._con_movers
             con_segs = self._con_segs
             con_class = self._con_class
+            con_ver = self._con_ver
+            refreshed = self._refreshed
             for k in self._touched:
                 if k not in tight:
+                    continue
+                if con_class[k] >= 0:  # a bottleneck: what _refresh_constraint does to it
+                    con_ver[k] += 1
+                    refreshed.add(k)
                     continue
                 movers = con_movers[k]
                 if len(movers) == 1 and not con_segs[k] and con_class[k] < 0:
@@ -1012,7 +1018,9 @@ class ClassLayer(FlowState):
         for cid, mu in changed:
             c = classes[cid]
             if c.mu > mu:
-                self._unguard_risen(c)
+                guard = c.sguard
+                if guard and not c.mu <= guard[0][0]:
+                    self._unguard_risen(c)
                 segs.update(c.shared)
                 segs.update(c.unguarded)
                 risen.append(c)
@@ -1022,7 +1030,8 @@ class ClassLayer(FlowState):
                 return False
         touched_segs = self._touched_segs
         for c in risen:
-            self._guard_segments(c, touched_segs)
+            if c.unguarded:
+                self._guard_segments(c, touched_segs)
         return True
 
     def _seg_changed(self, g: int) -> None:
