@@ -115,9 +115,9 @@ class FlowClass:
         "near",
         "sat",
         "segcnt",
+        "segw",
         "sguard",
         "shared",
-        "segw",
         "t_s",
         "tags",
         "thr",
@@ -1316,10 +1316,10 @@ class ClassLayer(FlowState):
                 c.near.discard(k)
                 continue
             load = con_fixed[k] + mu * wk
-            if not load <= float(con_cap[k]) * (1.0 + SATURATION_RTOL):
-                # Over: the real check says so (and re-derives what it must).
-                if not self._refresh_constraint(k):
-                    return False
+            # Over: the real check says so (and re-derives what it must).
+            over = not load <= float(con_cap[k]) * (1.0 + SATURATION_RTOL)
+            if over and not self._refresh_constraint(k):
+                return False
         return True
 
     # ------------------------------------------------------------ flow-level path

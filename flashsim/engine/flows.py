@@ -441,7 +441,15 @@ class FlowNetwork(ClassLayer):
             if isinstance(path, tuple):
                 if len(self._path_memo) >= PATH_MEMO_KEPT:
                     self._path_memo.clear()
-                self._path_memo[id(path)] = (path, op_size_B, cons, coefs, segs_t, cons_arr, coefs_arr)
+                self._path_memo[id(path)] = (
+                    path,
+                    op_size_B,
+                    cons,
+                    coefs,
+                    segs_t,
+                    cons_arr,
+                    coefs_arr,
+                )
         cap = np.inf if rate_cap_Bps is None else float(rate_cap_Bps)
         if not cons and not segs_t and not math.isfinite(cap):
             raise ValueError(f"flow {name!r}: has neither a limited resource nor a rate cap")
