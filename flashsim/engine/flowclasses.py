@@ -1121,7 +1121,8 @@ class ClassLayer(FlowState):
             for g in self._con_segs[b]:
                 rate = sum(classes[o].mu * classes[o].segw[g] for o in self._seg_cls[g] if o != cid)
                 rest += self._seg_coef_of[g][b] * rate
-            wb = self._weight(c, b)
+            # (_weight is c.w[b] when no segment holds b)
+            wb = self._weight(c, b) if c.segw and self._con_segs[b] else c.w.get(b, 0.0)
             if wb <= 0.0:
                 return False
             mu = (float(self._con_cap[b]) - rest) / wb

@@ -620,7 +620,9 @@ class FlowNetwork(ClassLayer):
             if spec is not None:
                 # Their load leaves _con_load when the flow-level arrays are next needed.
                 self._load_stale.update(spec[0])
-                self._load_stale_segs.update(g for g, _ in spec[5])
+                stale_segs = self._load_stale_segs
+                for g, _ in spec[5]:
+                    stale_segs.add(g)
             if self._cls[s] >= 0:
                 self._leave(s)
             else:
