@@ -49,6 +49,27 @@ NICs): they are solved exactly among themselves on the capacity the classes
 leave them, their bottleneck classes are made from that sub-solution, and the
 checks above (with every class crossing a new bottleneck at or below it) decide
 whether it stands.
+
+An event re-checks only what it can have broken, so that a call costs its own
+path however many classes and segments its class spans (a 500k-call replay):
+
+* a leave only lowers loads (weights fall, levels are re-solved and checked
+  by the thresholds), so the constraints a leaving flow crossed keep their
+  escrow thresholds and only those whose load may have risen are re-derived
+  (``_tight``; segments: ``_tight_segs``);
+* a segment a class alone uses has a *guard* (``FlowClass.sguard``): a level
+  a little below the one at which the class's rate on it reaches its bound or
+  its lowest threshold, valid while its weight, users, bound and thresholds
+  are unchanged (``_seg_stamp``); a class that rises checks the segments it
+  shares, those without a guard and those whose guard it passed, not all;
+* a constraint one class moves within :data:`NEAR_RTOL` of saturation (a link
+  tied with the class's bottleneck, as the parallel links of a route striped
+  over I/O groups are) is checked directly when the class is verified
+  (``FlowClass.near``), not by a new threshold entry on every event; stale
+  threshold entries are dropped when a class's heap outgrows what it crosses.
+
+Each of these makes the same decisions as re-checking everything: a check
+skipped is one that passes without changing anything.
 """
 
 from __future__ import annotations
