@@ -650,8 +650,11 @@ class FlowNetwork(ClassLayer):
 
     # --------------------------------------------------------------- re-solving
     def _resolve(self) -> None:
-        new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
-        self._pending_new = {}
+        if self._pending_new:
+            new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
+            self._pending_new = {}
+        else:
+            new = []
         if self._pending_full or (
             len(new) > FULL_SOLVE_MIN_FLOWS and wants_full_solve(len(new), self._n_active)
         ):
