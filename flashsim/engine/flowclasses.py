@@ -1045,8 +1045,28 @@ class ClassLayer(FlowState):
                 segs.update(c.shared)
                 segs.update(c.unguarded)
                 risen.append(c)
+        self.stats["segment_checks"] += len(segs)
         check_segment = self._check_segment
+        seg_cls = self._seg_cls
+        seg_bound = self._seg_bound
+        seg_thr = self._seg_thr
+        con_ver = self._con_ver
         for g in segs:
+            users = seg_cls[g]
+            if len(users) == 1:
+                # The common case, decided here when it passes touching nothing (as
+                # _check_segment computes it); anything else is left to it.
+                (cid,) = users
+                c = classes[cid]
+                rate = 0.0 + c.mu * c.segw[g]
+                bound = seg_bound[g]
+                if bound == bound and rate <= bound:
+                    thr = seg_thr[g]
+                    if not thr:
+                        continue
+                    level, k, ver = thr[0]
+                    if con_ver[k] == ver and rate <= level:
+                        continue
             if not check_segment(g):
                 return False
         touched_segs = self._touched_segs
