@@ -49,6 +49,27 @@ NICs): they are solved exactly among themselves on the capacity the classes
 leave them, their bottleneck classes are made from that sub-solution, and the
 checks above (with every class crossing a new bottleneck at or below it) decide
 whether it stands.
+
+An event re-checks only what it can have broken, so that a call costs its own
+path however many classes and segments its class spans (a 500k-call replay):
+
+* a leave only lowers loads (weights fall, levels are re-solved and checked
+  by the thresholds), so the constraints a leaving flow crossed keep their
+  escrow thresholds and only those whose load may have risen are re-derived
+  (``_tight``; segments: ``_tight_segs``);
+* a segment a class alone uses has a *guard* (``FlowClass.sguard``): a level
+  a little below the one at which the class's rate on it reaches its bound or
+  its lowest threshold, valid while its weight, users, bound and thresholds
+  are unchanged (``_seg_stamp``); a class that rises checks the segments it
+  shares, those without a guard and those whose guard it passed, not all;
+* a constraint one class moves within :data:`NEAR_RTOL` of saturation (a link
+  tied with the class's bottleneck, as the parallel links of a route striped
+  over I/O groups are) is checked directly when the class is verified
+  (``FlowClass.near``), not by a new threshold entry on every event; stale
+  threshold entries are dropped when a class's heap outgrows what it crosses.
+
+Each of these makes the same decisions as re-checking everything: a check
+skipped is one that passes without changing anything.
 """
 
 from __future__ import annotations
@@ -71,6 +92,14 @@ from flashsim.engine.flowstate import (
 )
 from flashsim.engine.limitledger import LimitLedger
 from flashsim.engine.maxmin import FloatArray, IntArray
+
+#: A segment guard sits this factor below the level at which its class's rate on the
+#: segment reaches the segment's limit: far more than the rounding of ``mu * segw``.
+GUARD_MARGIN = 1.0 - 1e-12
+
+#: A constraint one class moves whose slack is at most this fraction of its capacity is
+#: checked directly when the class rises, not by a threshold entry (see FlowClass.near).
+NEAR_RTOL = 1e-6
 
 #: A flow's fixed description: own constraints and coefficients, priority, level
 #: cap (bytes/s per unit priority), size (B), and (segment, weight) pairs.
@@ -104,13 +133,17 @@ class FlowClass:
         "con",
         "members",
         "mu",
+        "near",
         "sat",
         "segcnt",
         "segw",
+        "sguard",
+        "shared",
         "t_s",
         "tags",
         "thr",
         "thr_lazy",
+        "unguarded",
         "ver",
         "vtime",
         "w",
@@ -132,9 +165,21 @@ class FlowClass:
         # Threshold entries from a rebuild, turned into heap entries on first use.
         self.thr_lazy: tuple[Any, Any, Any] | None = None
         self.members: set[int] = set()
+        # Constraints this class alone moves (no segment holds them) whose slack was
+        # within NEAR_RTOL of their capacity when last re-derived: checked directly by
+        # ClassLayer._verify rather than by a threshold entry (a constraint tied with the
+        # bottleneck would otherwise push a new entry on every event).
+        self.near: set[int] = set()
         self.segw: dict[int, float] = {}
         self.segcnt: dict[int, int] = {}
         self.ver = 0
+        # Segment guards (see ClassLayer._guard_segments): of the segments in ``segw``,
+        # those other classes use too (``shared``), those this class alone uses whose
+        # check has no guard entry (``unguarded``), and a heap of guard entries
+        # ``(level, segment, stamp)`` for the rest: below ``level`` the segment passes.
+        self.shared: set[int] = set()
+        self.unguarded: set[int] = set()
+        self.sguard: list[tuple[float, int, int]] = []
 
     def advance(self, now_s: float) -> None:
         """Move the virtual clock to ``now_s`` at the current level."""
@@ -236,6 +281,8 @@ class ClassLayer(FlowState):
         # capacity / coefficient) and the constraint that sets it; None when a capacity
         # changed since (see _segment_alone).
         self._seg_alone: list[tuple[float, int] | None] = []
+        # Bumped whenever a segment's guard entries go stale (see _guard_segments).
+        self._seg_stamp: list[int] = []
         # Per-slot class bookkeeping (grown with the slot arrays).
         self._cls = np.zeros(0, dtype=np.int64)
         self._gen: list[int] = []
@@ -247,7 +294,14 @@ class ClassLayer(FlowState):
         self._events: list[tuple[float, int, int]] = []  # (completion s, class, version)
         self._dirty: set[int] = set()
         self._touched: set[int] = set()
+        # Touched constraints whose load may have risen: their thresholds are re-derived
+        # (_check_classes).  A flow leaving only lowers loads, so its constraints' escrow
+        # thresholds stay safe (if conservative) and they are not in it.
+        self._tight: set[int] = set()
         self._touched_segs: set[int] = set()
+        # Touched segments whose rate may have risen at the classes' present levels (users
+        # joined); a leave only lowers the rate of the segments it leaves.
+        self._tight_segs: set[int] = set()
         self._refreshed: set[int] = set()  # constraints re-derived during this event
         self._lost_bottlenecks: set[int] = set()
         self._moved: set[int] = set()
@@ -289,6 +343,7 @@ class ClassLayer(FlowState):
         self._seg_z.append(0.0)
         self._seg_bound.append(float("nan"))
         self._seg_alone.append(None)
+        self._seg_stamp.append(0)
         return g
 
     # ------------------------------------------------------------ derived values
@@ -416,9 +471,11 @@ class ClassLayer(FlowState):
     def _capacity_changed(self, k: int) -> None:
         """Constraint ``k``'s capacity changed: re-check it and the segments holding it."""
         self._touched.add(k)
+        self._tight.add(k)
         for g in self._con_segs[k]:
             self._seg_bound[g] = float("nan")
             self._seg_alone[g] = None
+            self._seg_changed(g)
 
     def _segment_alone(self, g: int) -> tuple[float, int]:
         """The rate segment ``g`` carries for a lone user, and the constraint that sets it.
@@ -619,7 +676,9 @@ class ClassLayer(FlowState):
         cons = self._seg_cons[g]
         shared = (self._con_nsegs[cons] > 0) | (self._con_ncls[cons] > 0)
         if shared.any():
-            self._touched.update(cons[shared].tolist())
+            now_shared = cons[shared].tolist()
+            self._touched.update(now_shared)
+            self._tight.update(now_shared)
         self._con_nsegs[cons] += 1
 
     def _crosses_by_segment(self, c: FlowClass, k: int) -> bool:
@@ -656,6 +715,7 @@ class ClassLayer(FlowState):
             for other in self._crossing_classes(con):
                 self._classes[other].sat.add(con)
             self._touched.add(con)
+            self._tight.add(con)
         else:
             self._cap_class[cap_level] = cid
         return c
@@ -671,6 +731,7 @@ class ClassLayer(FlowState):
                 self._seg_bott[g].discard(con)
             self._lost_bottlenecks.add(con)
             self._touched.add(con)
+            self._tight.add(con)
             for other in self._crossing_classes(con):
                 self._classes[other].sat.discard(con)
         else:
@@ -681,7 +742,10 @@ class ClassLayer(FlowState):
         spec = self._spec[slot]
         assert spec is not None
         cons, coefs, prio, level_cap, _size, segs = spec
-        c.advance(self.env.now)
+        now = self.env.now
+        if now > c.t_s:  # c.advance(now), inline
+            c.vtime += c.mu * (now - c.t_s)
+            c.t_s = now
         gen = self._gen[slot] + 1
         self._gen[slot] = gen
         tag = c.vtime + remaining_B / prio
@@ -715,31 +779,45 @@ class ClassLayer(FlowState):
                     c.sat.add(k)
             if not c.con:
                 con_fixed[k] += c.mu * dw
-        if cons:
-            # One vector update each (the same sums as entry by entry: cons are distinct).
-            con_z[list(cons)] += np.array(coefs) * prio * vtime
-            if fresh:
-                self._con_ncls[fresh] += 1
+            con_z[k] += dw * vtime  # (a * prio) * vtime, as a vector form would compute it
+        if fresh:
+            self._con_ncls[fresh] += 1
         self._touched.update(cons)
+        self._tight.update(cons)
+        seg_stamp = self._seg_stamp
         for g, u in segs:
             dw = u * prio
             n = c.segcnt.get(g, 0)
             if n:
                 c.segcnt[g] = n + 1
                 c.segw[g] += dw
+                if g not in c.shared:
+                    seg_stamp[g] += 1
+                    c.unguarded.add(g)
             else:
                 c.segcnt[g] = 1
                 c.segw[g] = dw
                 users = self._seg_cls[g]
                 if not users:
                     self._segment_in_use(g)
+                    c.unguarded.add(g)
+                else:
+                    c.shared.add(g)
+                    if len(users) == 1:
+                        for other in users:
+                            o = self._classes[other]
+                            o.shared.add(g)
+                            o.unguarded.discard(g)
                 users.add(cid)
+                seg_stamp[g] += 1
                 c.sat.update(k for k in self._seg_bott[g] if k != c.con)
             self._seg_z[g] += dw * vtime
             self._touched_segs.add(g)
+            self._tight_segs.add(g)
         c.members.add(slot)
         self._moved.add(slot)
-        self._mark_dirty(c)
+        c.ver += 1  # self._mark_dirty(c), inline
+        self._dirty.add(c.cid)
 
     def _leave(self, slot: int) -> float:
         """Take a flow out of its class; return its remaining bytes."""
@@ -747,7 +825,10 @@ class ClassLayer(FlowState):
         assert spec is not None
         cons, coefs, prio, _cap, _size, segs = spec
         c = self._classes[int(self._cls[slot])]
-        c.advance(self.env.now)
+        now = self.env.now
+        if now > c.t_s:  # c.advance(now), inline
+            c.vtime += c.mu * (now - c.t_s)
+            c.t_s = now
         vtime = c.vtime
         remaining = prio * (self._tag[slot] - vtime)
         self._ledger.leave(slot, vtime, prio)
@@ -771,24 +852,33 @@ class ClassLayer(FlowState):
                 self._con_movers[k].discard(cid)
                 if not (c.segw and self._crosses_by_segment(c, k)):
                     c.sat.discard(k)
-        if cons:
-            # One vector update each (the same sums as entry by entry: cons are distinct).
-            con_z[list(cons)] -= np.array(coefs) * prio * vtime
-            if gone:
-                self._con_ncls[gone] -= 1
+            con_z[k] -= dw * vtime  # (a * prio) * vtime, as a vector form would compute it
+        if gone:
+            self._con_ncls[gone] -= 1
         self._touched.update(cons)
+        seg_stamp = self._seg_stamp
         for g, u in segs:
             dw = u * prio
             n = c.segcnt[g] - 1
             if n:
+                # A lower weight keeps its guard safe (the segment's rate only falls).
                 c.segcnt[g] = n
                 c.segw[g] -= dw
             else:
                 del c.segcnt[g]
                 del c.segw[g]
-                self._seg_cls[g].discard(cid)
-                if not self._seg_cls[g]:
+                users = self._seg_cls[g]
+                users.discard(cid)
+                c.shared.discard(g)
+                c.unguarded.discard(g)
+                seg_stamp[g] += 1
+                if not users:
                     self._con_nsegs[self._seg_cons[g]] -= 1
+                elif len(users) == 1:
+                    for other in users:
+                        o = self._classes[other]
+                        o.shared.discard(g)
+                        o.unguarded.add(g)
                 for k in self._seg_bott[g]:
                     if k not in c.cnt and not self._crosses_by_segment(c, k):
                         c.sat.discard(k)
@@ -798,7 +888,8 @@ class ClassLayer(FlowState):
         self._cls[slot] = -1
         c.members.discard(slot)
         self._moved.add(slot)
-        self._mark_dirty(c)
+        c.ver += 1  # self._mark_dirty(c), inline
+        self._dirty.add(c.cid)
         if not c.members:
             self._drop_class(c)
         return max(remaining, 0.0)
@@ -874,12 +965,20 @@ class ClassLayer(FlowState):
                     joined.append(slot)
         if ok:
             seeds = {con_class[k] for k in self._touched if con_class[k] >= 0}
+            seg_bott = self._seg_bott
             for g in self._touched_segs:
-                seeds.update(con_class[k] for k in self._seg_bott[g])
+                if seg_bott[g]:
+                    seeds.update(con_class[k] for k in seg_bott[g])
             ok = self._update_levels(seeds, changed)
         if ok:
-            with self._levels_fixed():
+            # As `with self._levels_fixed()`, without a context manager on every event.
+            outer = self._rate_memo
+            if outer is None:
+                self._rate_memo = {}
+            try:
                 ok = self._check_classes(changed, joined, created)
+            finally:
+                self._rate_memo = outer
         if not ok:
             for cid, mu in changed:
                 if cid in classes:
@@ -901,24 +1000,138 @@ class ClassLayer(FlowState):
         below it); segments whose rate may have risen are checked.
         """
         classes = self._classes
-        if not all(self._refresh_constraint(k) for k in self._touched):
-            return False
         old = dict(changed)
         check = set(old)
-        check.update(int(self._cls[s]) for s in joined)
-        if not all(
-            self._verify(classes[cid], cid in created or classes[cid].mu < old.get(cid, -np.inf))
-            for cid in check
-        ):
-            return False
-        # A segment's rate can pass a threshold only if it rose: its users changed,
-        # or a class using it moved up (one whose level fell only lowers it).
-        segs = set(self._touched_segs)
+        cls = self._cls
+        for s in joined:
+            check.add(int(cls[s]))
+        tight = self._tight
+        if tight:
+            refresh = self._refresh_constraint
+            con_movers = self._con_movers
+            con_segs = self._con_segs
+            con_class = self._con_class
+            con_ver = self._con_ver
+            refreshed = self._refreshed
+            for k in self._touched:
+                if k not in tight:
+                    continue
+                if con_class[k] >= 0:  # a bottleneck: what _refresh_constraint does to it
+                    con_ver[k] += 1
+                    refreshed.add(k)
+                    continue
+                movers = con_movers[k]
+                if len(movers) == 1 and not con_segs[k] and con_class[k] < 0:
+                    (cid,) = movers
+                    if cid in check and k in classes[cid].near:
+                        continue  # still one mover's: _verify checks it directly
+                if not refresh(k):
+                    return False
+        verify = self._verify
+        for cid in check:
+            c = classes[cid]
+            if not verify(c, cid in created or c.mu < old.get(cid, -np.inf)):
+                return False
+        # A segment's rate can pass a threshold only if it rose: users joined it, or a
+        # class using it moved up (one whose level fell, or a leave, only lowers it).
+        segs = set(self._tight_segs)
+        risen: list[FlowClass] = []
         for cid, mu in changed:
             c = classes[cid]
             if c.mu > mu:
-                segs.update(c.segw)
-        return all(self._check_segment(g) for g in segs)
+                guard = c.sguard
+                if guard and not c.mu <= guard[0][0]:
+                    self._unguard_risen(c)
+                segs.update(c.shared)
+                segs.update(c.unguarded)
+                risen.append(c)
+        self.stats["segment_checks"] += len(segs)
+        check_segment = self._check_segment
+        seg_cls = self._seg_cls
+        seg_bound = self._seg_bound
+        seg_thr = self._seg_thr
+        con_ver = self._con_ver
+        for g in segs:
+            users = seg_cls[g]
+            if len(users) == 1:
+                # The common case, decided here when it passes touching nothing (as
+                # _check_segment computes it); anything else is left to it.
+                (cid,) = users
+                c = classes[cid]
+                rate = 0.0 + c.mu * c.segw[g]
+                bound = seg_bound[g]
+                if bound == bound and rate <= bound:
+                    thr = seg_thr[g]
+                    if not thr:
+                        continue
+                    level, k, ver = thr[0]
+                    if con_ver[k] == ver and rate <= level:
+                        continue
+            if not check_segment(g):
+                return False
+        touched_segs = self._touched_segs
+        for c in risen:
+            if c.unguarded:
+                self._guard_segments(c, touched_segs)
+        return True
+
+    def _seg_changed(self, g: int) -> None:
+        """Segment ``g``'s load limits or its user's weight changed: its guard is stale."""
+        self._seg_stamp[g] += 1
+        users = self._seg_cls[g]
+        if len(users) == 1:
+            for cid in users:
+                self._classes[cid].unguarded.add(g)
+
+    def _unguard_risen(self, c: FlowClass) -> None:
+        """Class ``c`` rose: the segments whose guard level it passed need their check.
+
+        A guard entry ``(level, g, stamp)`` of a segment ``g`` that ``c`` alone
+        uses says that its check (:meth:`_check_segment`) passes, touching
+        nothing, for any level of ``c`` up to ``level`` (a little below the
+        level at which ``c``'s rate on ``g`` reaches its bound or its lowest
+        threshold), as long as ``g``'s stamp is unchanged (its user's weight,
+        users, bound and thresholds as they were).  So a class that rises
+        checks only its shared segments, those without a guard, and those
+        whose guard it passed: not every segment it uses.
+        """
+        guard = c.sguard
+        mu = c.mu
+        stamps = self._seg_stamp
+        while guard and not mu <= guard[0][0]:
+            _level, g, stamp = heapq.heappop(guard)
+            if stamps[g] == stamp:
+                c.unguarded.add(g)
+
+    def _guard_segments(self, c: FlowClass, skip: set[int]) -> None:
+        """Give ``c``'s unguarded segments, which just passed their checks, guard entries.
+
+        Those in ``skip`` (touched in this event, so likely touched again) stay
+        unguarded: they are checked whenever ``c`` rises.
+        """
+        if not c.unguarded:
+            return
+        stamps = self._seg_stamp
+        con_ver = self._con_ver
+        guard = c.sguard
+        for g in list(c.unguarded):
+            if g in skip:
+                continue
+            limit = self._segment_bound(g)
+            thr = self._seg_thr[g]
+            while thr:
+                level, k, ver = thr[0]
+                if con_ver[k] == ver:
+                    limit = min(limit, level)
+                    break
+                heapq.heappop(thr)
+            # A margin of many rounding steps: below the entry's level, mu * segw <= limit.
+            heapq.heappush(guard, (limit / c.segw[g] * GUARD_MARGIN, g, stamps[g]))
+            c.unguarded.discard(g)
+        if len(guard) > 4 * len(c.segw) + 64:
+            live = [e for e in guard if stamps[e[1]] == e[2] and e[1] in c.segw]
+            heapq.heapify(live)
+            c.sguard = live
 
     def _update_levels(self, seeds: set[int], changed: list[tuple[int, float]]) -> bool:
         """Re-solve the levels of bottleneck classes in level order from ``seeds``.
@@ -927,8 +1140,12 @@ class ClassLayer(FlowState):
         turn out to depend on each other (a tie), which the repair resolves.
         """
         classes = self._classes
-        heap = [(classes[cid].mu, cid) for cid in seeds]
-        heapq.heapify(heap)
+        if len(seeds) == 1:
+            (cid,) = seeds
+            heap = [(classes[cid].mu, cid)]
+        else:
+            heap = [(classes[cid].mu, cid) for cid in seeds]
+            heapq.heapify(heap)
         done: set[int] = set()
         while heap:
             _, cid = heapq.heappop(heap)
@@ -945,7 +1162,8 @@ class ClassLayer(FlowState):
             for g in self._con_segs[b]:
                 rate = sum(classes[o].mu * classes[o].segw[g] for o in self._seg_cls[g] if o != cid)
                 rest += self._seg_coef_of[g][b] * rate
-            wb = self._weight(c, b)
+            # (_weight is c.w[b] when no segment holds b)
+            wb = self._weight(c, b) if c.segw and self._con_segs[b] else c.w.get(b, 0.0)
             if wb <= 0.0:
                 return False
             mu = (float(self._con_cap[b]) - rest) / wb
@@ -967,13 +1185,35 @@ class ClassLayer(FlowState):
         segment containing it) gets a threshold: its escrow share of ``k``'s
         slack, as a level (classes) or a segment rate (segments).
         """
-        self._con_ver[k] += 1
+        con_ver = self._con_ver
+        ver = con_ver[k] + 1
+        con_ver[k] = ver
         self._refreshed.add(k)
         if self._con_class[k] >= 0:
             return True
         limit = float(self._con_cap[k]) * (1.0 + SATURATION_RTOL)
         load = self._con_fixed[k]
-        movers = [self._classes[cid] for cid in self._con_movers[k]]
+        mover_ids = self._con_movers[k]
+        if len(mover_ids) == 1 and not self._con_segs[k]:
+            # The common case: one class moves it, no segment holds it (the same sums).
+            for cid in mover_ids:
+                c = self._classes[cid]
+                w = c.w[k]
+                load += c.mu * w
+                if not load <= limit:
+                    return False
+                if limit - load <= NEAR_RTOL * limit:
+                    c.near.add(k)  # _verify checks it directly
+                elif limit < np.inf:
+                    c.near.discard(k)
+                    thr = c.thr
+                    heapq.heappush(thr, (c.mu + (limit - load) / 1 / w, k, ver))
+                    if len(thr) > 4 * len(c.w) + 64:
+                        self._drop_stale_thresholds(c)
+            return True
+        movers = [self._classes[cid] for cid in mover_ids]
+        for c in movers:
+            c.near.discard(k)
         for c in movers:
             load += c.mu * c.w[k]
         seg_movers: list[tuple[int, float, float]] = []
@@ -988,11 +1228,11 @@ class ClassLayer(FlowState):
         n_movers = len(movers) + len(seg_movers)
         if n_movers and limit < np.inf:
             share = (limit - load) / n_movers
-            ver = self._con_ver[k]
             for mover in movers:
                 heapq.heappush(mover.thr, (mover.mu + share / mover.w[k], k, ver))
             for g, rate, coef in seg_movers:
                 heapq.heappush(self._seg_thr[g], (rate + share / coef, k, ver))
+                self._seg_changed(g)
         return True
 
     def _check_segment(self, g: int) -> bool:
@@ -1034,20 +1274,95 @@ class ClassLayer(FlowState):
         classes = self._classes
         high = mu * (1.0 + LEVEL_RTOL)
         if c.con:
-            if c.min_cap(self._gen) < mu * (1.0 - LEVEL_RTOL):
-                return False
+            caps = c.caps  # c.min_cap(self._gen), inline
+            gens = self._gen
+            while caps:
+                cap, gen, slot = caps[0]
+                if gens[slot] == gen:
+                    if cap < mu * (1.0 - LEVEL_RTOL):
+                        return False
+                    break
+                heapq.heappop(caps)
+            con_ver = self._con_ver
             while True:
-                level, k = c.min_threshold(self._con_ver)
+                if c.thr_lazy is None:  # c.min_threshold(con_ver), inline
+                    thr = c.thr  # (re-read: a re-derivation may compact it)
+                    while thr:
+                        level, k, ver = thr[0]
+                        if con_ver[k] == ver:
+                            break
+                        heapq.heappop(thr)
+                    else:
+                        break
+                else:
+                    level, k = c.min_threshold(con_ver)
                 if mu <= level:
                     break
                 # Past its threshold or escrow share: re-check the constraint for real.
                 if not self._refresh_constraint(k):
                     return False
+            if c.near and not self._check_near(c):
+                return False
             if fell:
                 for other in self._crossing_classes(c.con):
                     if classes[other].mu > high:
                         return False
-        return all(mu <= classes[self._con_class[k]].mu * (1.0 + LEVEL_RTOL) for k in c.sat)
+        if c.sat:
+            con_class = self._con_class
+            for k in c.sat:
+                if not mu <= classes[con_class[k]].mu * (1.0 + LEVEL_RTOL):
+                    return False
+        return True
+
+    def _drop_stale_thresholds(self, c: FlowClass) -> None:
+        """Keep only ``c``'s live threshold entries (at most one per constraint it crosses).
+
+        Each re-derivation pushes a new entry and leaves the old one stale; stale
+        ones far above the level never reach the top to be dropped.  The heap's
+        top stays the least live entry, so no check changes.
+        """
+        con_ver = self._con_ver
+        live = [entry for entry in c.thr if con_ver[entry[1]] == entry[2]]
+        heapq.heapify(live)
+        c.thr = live
+
+    def _check_near(self, c: FlowClass) -> bool:
+        """Check the constraints of ``c.near`` directly at its level; False if one is over.
+
+        A constraint that is no longer moved by ``c`` alone (or has become a
+        bottleneck, or part of a segment in use) leaves the set: the event
+        that changed it re-derived its thresholds.
+        """
+        mu = c.mu
+        w = c.w
+        con_movers = self._con_movers
+        con_segs = self._con_segs
+        con_class = self._con_class
+        con_fixed = self._con_fixed
+        con_cap = self._con_cap
+        for k in c.near:  # the common case: every one still alone and under
+            wk = w.get(k)
+            if (
+                wk is None
+                or len(con_movers[k]) != 1
+                or con_segs[k]
+                or con_class[k] >= 0
+                or not con_fixed[k] + mu * wk <= float(con_cap[k]) * (1.0 + SATURATION_RTOL)
+            ):
+                break
+        else:
+            return True
+        for k in list(c.near):
+            wk = w.get(k)
+            if wk is None or len(con_movers[k]) != 1 or con_segs[k] or con_class[k] >= 0:
+                c.near.discard(k)
+                continue
+            load = con_fixed[k] + mu * wk
+            # Over: the real check says so (and re-derives what it must).
+            over = not load <= float(con_cap[k]) * (1.0 + SATURATION_RTOL)
+            if over and not self._refresh_constraint(k):
+                return False
+        return True
 
     # ------------------------------------------------------------ flow-level path
     def _materialise(self) -> None:
@@ -1450,6 +1765,9 @@ class ClassLayer(FlowState):
                     self._con_nsegs[self._seg_cons[g]] += 1
                 self._seg_cls[g].add(c.cid)
                 c.sat.update(k for k in self._seg_bott[g] if k != c.con)
+        for c in classes:
+            for g in c.segw:
+                (c.unguarded if len(self._seg_cls[g]) == 1 else c.shared).add(g)
         # Threshold levels of the constraints that are no class's bottleneck: vectorised
         # for constraints only classes' own entries cross, one by one in used segments.
         in_seg = self._con_nsegs[:n] > 0

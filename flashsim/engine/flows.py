@@ -32,6 +32,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -39,13 +40,16 @@ import numpy.typing as npt
 import simpy
 
 from flashsim.engine.flowclasses import ClassLayer, FlowClass
-from flashsim.engine.flowstate import wants_full_solve
+from flashsim.engine.flowstate import FULL_SOLVE_MIN_FLOWS, wants_full_solve
 from flashsim.engine.maxmin import FloatArray
 
 #: A flow whose remaining bytes fall below this fraction of its size is complete.
 COMPLETION_RTOL = 1e-9
 #: Relative time slack within which completions count as simultaneous.
 TIME_RTOL = 1e-12
+#: Paths whose entries :meth:`FlowNetwork.start_flow` remembers (emptied when full): a
+#: replay starts every call of a kind on the same path tuple.
+PATH_MEMO_KEPT = 4096
 
 
 @dataclass(eq=False)
@@ -192,6 +196,9 @@ class FlowNetwork(ClassLayer):
         # _con_cap[k] * t + _cap_corr.get(k, 0), kept continuous across creation and
         # set_capacity.
         self._cap_corr: dict[int, float] = {}
+        # id(path) -> (path, op_size_B, own constraints, coefficients, segments, and the
+        # first two as arrays): a path tuple's entries, checked and built once.
+        self._path_memo: dict[int, tuple[Any, ...]] = {}
 
     # ------------------------------------------------------------------ resources
     def add_resource(
@@ -424,6 +431,69 @@ class FlowNetwork(ClassLayer):
             raise ValueError(f"flow {name!r}: rate_cap_Bps(={rate_cap_Bps}) must be > 0")
         if op_size_B is not None and not (op_size_B > 0 and math.isfinite(op_size_B)):
             raise ValueError(f"flow {name!r}: op_size_B(={op_size_B}) must be a finite number > 0")
+        memo = self._path_memo.get(id(path))
+        if memo is not None and memo[0] is path and memo[1] == op_size_B:
+            _path, _op, cons, coefs, segs_t, cons_arr, coefs_arr = memo
+        else:
+            cons, coefs, segs_t = self._path_entries(path, op_size_B, name)
+            cons_arr = np.array(cons, dtype=np.int64)
+            coefs_arr = np.array(coefs, dtype=np.float64)
+            if isinstance(path, tuple):
+                if len(self._path_memo) >= PATH_MEMO_KEPT:
+                    self._path_memo.clear()
+                self._path_memo[id(path)] = (
+                    path,
+                    op_size_B,
+                    cons,
+                    coefs,
+                    segs_t,
+                    cons_arr,
+                    coefs_arr,
+                )
+        cap = np.inf if rate_cap_Bps is None else float(rate_cap_Bps)
+        if not cons and not segs_t and not math.isfinite(cap):
+            raise ValueError(f"flow {name!r}: has neither a limited resource nor a rate cap")
+        slot = self._alloc_slot(len(cons))
+        # A free slot's row is zero (_grow_slots, _release): only its own entries are written.
+        n_own = len(cons)
+        self._path_con[slot, :n_own] = cons_arr
+        self._path_coef[slot, :n_own] = coefs_arr
+        self._priority[slot] = priority
+        self._level_cap[slot] = cap / priority
+        self._ledger.label[slot] = self._ledger.label_id(cap_label)
+        self._level[slot] = 0.0
+        self._active[slot] = True
+        self._has_seg[slot] = bool(segs_t)
+        self._segs[slot] = segs_t
+        for g, _ in segs_t:
+            self._seg_slots[g].add(slot)
+        self._n_active += 1
+        self._spec[slot] = (
+            cons,
+            coefs,
+            float(priority),
+            cap / priority,
+            float(size_B),
+            segs_t,
+        )
+        flow = Flow(name, float(size_B), self.env.event(), self.env.now, _slot=slot, _network=self)
+        self._flows[slot] = flow
+        self._pending_new[slot] = None
+        self._index_recent.append(slot)
+        self._schedule_solve()
+        return flow
+
+    def _path_entries(
+        self,
+        path: Sequence[tuple[Resource | Segment, float]],
+        op_size_B: float | None,
+        name: str,
+    ) -> tuple[tuple[int, ...], tuple[float, ...], tuple[tuple[int, float], ...]]:
+        """A path's own constraints and coefficients and its (segment, weight) pairs.
+
+        Checks every weight and that ``op_size_B`` is given where operations
+        are limited (``ValueError`` naming flow ``name`` otherwise).
+        """
         coef_by_con: dict[int, float] = {}
         segs: list[tuple[int, float]] = []
         for element, weight in path:
@@ -454,40 +524,7 @@ class FlowNetwork(ClassLayer):
                 coef_by_con[element._con_ops] = (
                     coef_by_con.get(element._con_ops, 0.0) + weight / op_size_B
                 )
-        cap = np.inf if rate_cap_Bps is None else float(rate_cap_Bps)
-        if not coef_by_con and not segs and not math.isfinite(cap):
-            raise ValueError(f"flow {name!r}: has neither a limited resource nor a rate cap")
-        slot = self._alloc_slot(len(coef_by_con))
-        cons = tuple(coef_by_con)
-        coefs = tuple(coef_by_con.values())
-        self._path_con[slot, :] = 0
-        self._path_coef[slot, :] = 0.0
-        self._path_con[slot, : len(cons)] = cons
-        self._path_coef[slot, : len(cons)] = coefs
-        self._priority[slot] = priority
-        self._level_cap[slot] = cap / priority
-        self._ledger.label[slot] = self._ledger.label_id(cap_label)
-        self._level[slot] = 0.0
-        self._active[slot] = True
-        self._has_seg[slot] = bool(segs)
-        self._segs[slot] = tuple(segs)
-        for g, _ in segs:
-            self._seg_slots[g].add(slot)
-        self._n_active += 1
-        self._spec[slot] = (
-            cons,
-            coefs,
-            float(priority),
-            cap / priority,
-            float(size_B),
-            tuple(segs),
-        )
-        flow = Flow(name, float(size_B), self.env.event(), self.env.now, _slot=slot, _network=self)
-        self._flows[slot] = flow
-        self._pending_new[slot] = None
-        self._index_recent.append(slot)
-        self._schedule_solve()
-        return flow
+        return tuple(coef_by_con), tuple(coef_by_con.values()), tuple(segs)
 
     def cancel_flow(self, flow: Flow) -> float:
         """Stop a flow before it completes; return the bytes it had moved.
@@ -583,14 +620,18 @@ class FlowNetwork(ClassLayer):
             if spec is not None:
                 # Their load leaves _con_load when the flow-level arrays are next needed.
                 self._load_stale.update(spec[0])
-                self._load_stale_segs.update(g for g, _ in spec[5])
+                stale_segs = self._load_stale_segs
+                for g, _ in spec[5]:
+                    stale_segs.add(g)
             if self._cls[s] >= 0:
                 self._leave(s)
             else:
                 spec = self._spec[s]
                 if spec is not None:
                     self._touched.update(spec[0])
+                    self._tight.update(spec[0])
                     self._touched_segs.update(g for g, _ in spec[5])
+                    self._tight_segs.update(g for g, _ in spec[5])
             self._active[s] = False
             self._level[s] = 0.0
             self._path_con[s] = 0
@@ -609,9 +650,14 @@ class FlowNetwork(ClassLayer):
 
     # --------------------------------------------------------------- re-solving
     def _resolve(self) -> None:
-        new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
-        self._pending_new = {}
-        if self._pending_full or wants_full_solve(len(new), self._n_active):
+        if self._pending_new:
+            new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
+            self._pending_new = {}
+        else:
+            new = []
+        if self._pending_full or (
+            len(new) > FULL_SOLVE_MIN_FLOWS and wants_full_solve(len(new), self._n_active)
+        ):
             self._flow_level_solve(new, full=True)
         elif self._fast_update(new):
             self.stats["class_events"] += 1
@@ -619,7 +665,9 @@ class FlowNetwork(ClassLayer):
             self._flow_level_solve(new, full=False)
         self._pending_full = False
         self._touched.clear()
+        self._tight.clear()
         self._touched_segs.clear()
+        self._tight_segs.clear()
         self._refreshed.clear()
         self._lost_bottlenecks.clear()
         for cid in self._dirty:
@@ -648,9 +696,13 @@ class FlowNetwork(ClassLayer):
         nxt = self._next_event()
         if nxt is None:
             return
-        token = self._timer_token
         event = self.env.timeout(max(nxt[0] - self.env.now, 0.0))
-        event.callbacks.append(lambda _ev: self._on_completion_timer(token))
+        event.callbacks.append(partial(self._on_timer_event, self._timer_token))
+
+    def _on_timer_event(self, token: int, _event: simpy.Event) -> None:
+        """The completion timer of ``token`` fired (stale unless it is the last one set)."""
+        if token == self._timer_token:
+            self._on_completion_timer(token)
 
     def _due(self, c: FlowClass, now: float) -> list[int]:
         """Pop the members of ``c`` that complete at ``now`` (within rounding)."""

@@ -229,6 +229,8 @@ class FlowState:
             "repairs": 0,
             "repair_flows": 0,
             "class_events": 0,
+            # Shared segments the class fast path checked against their bound and thresholds.
+            "segment_checks": 0,
         }
         self._grow_slots(64)
 
