@@ -260,7 +260,9 @@ class ClassLayer(FlowState):
         # Constraints some class has crossed since the last rebuild: the only ones whose
         # bookkeeping a rebuild must reset (idle resources cost nothing).
         self._con_used: set[int] = set()
-        self._con_z = np.zeros(64)  # own-entry bytes moved = sum_c w_c * vtime_c - z
+        # Own-entry bytes moved = sum_c w_c * vtime_c - z, per constraint (a list: joins and
+        # leaves update it entry by entry, which Python floats do several times faster).
+        self._con_z: list[float] = [0.0] * 64
         # Per constraint, for vector code: classes crossing it by their own entries, and
         # segments in use that contain it.  A constraint of a segment in use that nothing
         # else loads is *solo*: its load is the segment's, checked by the segment's bound.
@@ -323,7 +325,7 @@ class ClassLayer(FlowState):
         self._con_movers.extend(set() for _ in range(grow))
         self._con_fixed.extend([0.0] * grow)
         self._con_ver.extend([0] * grow)
-        self._con_z = np.concatenate([self._con_z, np.zeros(grow)])
+        self._con_z.extend([0.0] * grow)
         self._con_ncls = np.concatenate([self._con_ncls, np.zeros(grow, dtype=np.int64)])
         self._con_nsegs = np.concatenate([self._con_nsegs, np.zeros(grow, dtype=np.int64)])
         self._lone_stamp = np.concatenate([self._lone_stamp, np.zeros(grow, dtype=np.int64)])
@@ -413,7 +415,7 @@ class ClassLayer(FlowState):
         for cid in self._con_cls[k]:
             c = self._classes[cid]
             total += c.w[k] * c.vtime_at(now)
-        total -= float(self._con_z[k])
+        total -= self._con_z[k]
         for g in self._con_segs[k]:
             seg_bytes = -self._seg_z[g]
             for cid in self._seg_cls[g]:
@@ -437,7 +439,7 @@ class ClassLayer(FlowState):
         per_flow = self._priority[slots] * vt[cls[cls >= 0]]
         pc = self._path_con[slots]
         weights = (self._path_coef[slots] * per_flow[:, None]).ravel()
-        work: FloatArray = -self._con_z[:n]
+        work: FloatArray = -np.array(self._con_z[:n])
         work += np.bincount(pc.ravel(), weights=weights, minlength=n)[:n]
         if self._seg_cls:
             classes = self._classes
@@ -1166,7 +1168,7 @@ class ClassLayer(FlowState):
             wb = self._weight(c, b) if c.segw and self._con_segs[b] else c.w.get(b, 0.0)
             if wb <= 0.0:
                 return False
-            mu = (float(self._con_cap[b]) - rest) / wb
+            mu = (self._cap_f[b] - rest) / wb
             if mu == c.mu:
                 continue
             changed.append((cid, c.mu))
@@ -1191,7 +1193,7 @@ class ClassLayer(FlowState):
         self._refreshed.add(k)
         if self._con_class[k] >= 0:
             return True
-        limit = float(self._con_cap[k]) * (1.0 + SATURATION_RTOL)
+        limit = self._cap_f[k] * (1.0 + SATURATION_RTOL)
         load = self._con_fixed[k]
         mover_ids = self._con_movers[k]
         if len(mover_ids) == 1 and not self._con_segs[k]:
@@ -1339,7 +1341,7 @@ class ClassLayer(FlowState):
         con_segs = self._con_segs
         con_class = self._con_class
         con_fixed = self._con_fixed
-        con_cap = self._con_cap
+        con_cap = self._cap_f
         for k in c.near:  # the common case: every one still alone and under
             wk = w.get(k)
             if (
@@ -1347,7 +1349,7 @@ class ClassLayer(FlowState):
                 or len(con_movers[k]) != 1
                 or con_segs[k]
                 or con_class[k] >= 0
-                or not con_fixed[k] + mu * wk <= float(con_cap[k]) * (1.0 + SATURATION_RTOL)
+                or not con_fixed[k] + mu * wk <= con_cap[k] * (1.0 + SATURATION_RTOL)
             ):
                 break
         else:
@@ -1359,7 +1361,7 @@ class ClassLayer(FlowState):
                 continue
             load = con_fixed[k] + mu * wk
             # Over: the real check says so (and re-derives what it must).
-            over = not load <= float(con_cap[k]) * (1.0 + SATURATION_RTOL)
+            over = not load <= con_cap[k] * (1.0 + SATURATION_RTOL)
             if over and not self._refresh_constraint(k):
                 return False
         return True
@@ -1604,12 +1606,9 @@ class ClassLayer(FlowState):
         # Bytes moved so far and each flow's remaining bytes, from the old classes.
         vt_old = self._class_clocks_now()
         vt_flow = np.where(known, vt_old[np.maximum(cls, 0)], 0.0)
-        con_bytes: FloatArray = (
-            np.bincount(
-                pc.ravel(), weights=(coef * (prio * vt_flow)[:, None]).ravel(), minlength=n
-            )[:n]
-            - self._con_z[:n]
-        )
+        con_bytes: FloatArray = np.bincount(
+            pc.ravel(), weights=(coef * (prio * vt_flow)[:, None]).ravel(), minlength=n
+        )[:n] - np.array(self._con_z[:n])
         seg_bytes = [
             sum(self._classes[c].segw[g] * vt_old[c] for c in users) - self._seg_z[g]
             for g, users in enumerate(self._seg_cls)
@@ -1635,7 +1634,7 @@ class ClassLayer(FlowState):
             self._con_class[k] = -1
             self._con_ver[k] += 1
         self._con_class_arr[:] = -1
-        self._con_z[:n] = -con_bytes
+        self._con_z[:n] = (-con_bytes).tolist()
         n_segs = len(self._seg_cls)
         self._seg_cls = [set() for _ in range(n_segs)]
         self._seg_bott = [set() for _ in range(n_segs)]

@@ -305,6 +305,7 @@ class FlowNetwork(ClassLayer):
             old = float(self._con_cap[con])
             self._cap_corr[con] = self._cap_corr.get(con, 0.0) + (old - value) * self.env.now
             self._con_cap[con] = value
+            self._cap_f[con] = float(self._con_cap[con])
             setattr(resource, label, float(value))
             self._capacity_changed(con)
         self._schedule_solve()

@@ -28,6 +28,7 @@ flow's weight on the segment), expanded only for the flows being solved.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -185,6 +186,8 @@ class FlowState:
 
     def __init__(self) -> None:
         self._con_cap = np.full(64, np.inf)
+        # The same capacities as Python floats, for the class layer's scalar checks.
+        self._cap_f: list[float] = [math.inf] * 64
         self._con_load = np.zeros(64)
         self._con_max_level = np.zeros(64)
         self._con_saturated = np.zeros(64, dtype=bool)
@@ -244,6 +247,7 @@ class FlowState:
         if self._n_cons == self._con_cap.size:
             grow = self._con_cap.size
             self._con_cap = np.concatenate([self._con_cap, np.full(grow, np.inf)])
+            self._cap_f.extend([math.inf] * grow)
             self._con_load = np.concatenate([self._con_load, np.zeros(grow)])
             self._con_max_level = np.concatenate([self._con_max_level, np.zeros(grow)])
             self._con_saturated = np.concatenate([self._con_saturated, np.zeros(grow, dtype=bool)])
@@ -251,6 +255,7 @@ class FlowState:
             self._on_new_constraints(grow)
         idx = self._n_cons
         self._con_cap[idx] = capacity
+        self._cap_f[idx] = float(self._con_cap[idx])
         self._n_cons += 1
         return idx
 
