@@ -763,24 +763,28 @@ class ClassLayer(FlowState):
         con_class = self._con_class
         con_fixed = self._con_fixed
         fresh: list[int] = []
+        cnt = c.cnt
+        w = c.w
+        bott = c.con
+        mu = c.mu
         for k, a in zip(cons, coefs, strict=True):
             dw = a * prio
-            n = c.cnt.get(k, 0)
+            n = cnt.get(k, 0)
             if n:
-                c.cnt[k] = n + 1
-                c.w[k] += dw
+                cnt[k] = n + 1
+                w[k] += dw
             else:
-                c.cnt[k] = 1
-                c.w[k] = dw
+                cnt[k] = 1
+                w[k] = dw
                 self._con_cls[k].add(cid)
                 fresh.append(k)
                 self._con_used.add(k)
-                if c.con:
+                if bott:
                     self._con_movers[k].add(cid)
-                if con_class[k] >= 0 and k != c.con:
+                if con_class[k] >= 0 and k != bott:
                     c.sat.add(k)
-            if not c.con:
-                con_fixed[k] += c.mu * dw
+            if not bott:
+                con_fixed[k] += mu * dw
             con_z[k] += dw * vtime  # (a * prio) * vtime, as a vector form would compute it
         if fresh:
             self._con_ncls[fresh] += 1
@@ -838,17 +842,21 @@ class ClassLayer(FlowState):
         con_z = self._con_z
         con_fixed = self._con_fixed
         gone: list[int] = []
+        cnt = c.cnt
+        w = c.w
+        bott = c.con
+        mu = c.mu
         for k, a in zip(cons, coefs, strict=True):
             dw = a * prio
-            if not c.con:
-                con_fixed[k] -= c.mu * dw
-            n = c.cnt[k] - 1
+            if not bott:
+                con_fixed[k] -= mu * dw
+            n = cnt[k] - 1
             if n:
-                c.cnt[k] = n
-                c.w[k] -= dw
+                cnt[k] = n
+                w[k] -= dw
             else:
-                del c.cnt[k]
-                del c.w[k]
+                del cnt[k]
+                del w[k]
                 self._con_cls[k].discard(cid)
                 gone.append(k)
                 self._con_movers[k].discard(cid)

@@ -32,7 +32,6 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -188,6 +187,8 @@ class FlowNetwork(ClassLayer):
         self._pending_full = False
         self._solve_scheduled = False
         self._timer_token = 0
+        # The last completion timer set (its token is _timer_token); earlier ones are stale.
+        self._timer_event: simpy.Event | None = None
         self._rate_listeners: list[Callable[[], None]] = []
         # Per resource (creation order): its bandwidth and ops constraints (0 if none).
         self._res_cons: list[tuple[int, int]] = []
@@ -694,16 +695,18 @@ class FlowNetwork(ClassLayer):
 
     def _reschedule_completion(self) -> None:
         self._timer_token += 1
+        self._timer_event = None
         nxt = self._next_event()
         if nxt is None:
             return
         event = self.env.timeout(max(nxt[0] - self.env.now, 0.0))
-        event.callbacks.append(partial(self._on_timer_event, self._timer_token))
+        event.callbacks.append(self._on_timer_event)
+        self._timer_event = event
 
-    def _on_timer_event(self, token: int, _event: simpy.Event) -> None:
-        """The completion timer of ``token`` fired (stale unless it is the last one set)."""
-        if token == self._timer_token:
-            self._on_completion_timer(token)
+    def _on_timer_event(self, event: simpy.Event) -> None:
+        """A completion timer fired (stale unless it is the last one set)."""
+        if event is self._timer_event:
+            self._on_completion_timer(self._timer_token)
 
     def _due(self, c: FlowClass, now: float) -> list[int]:
         """Pop the members of ``c`` that complete at ``now`` (within rounding)."""

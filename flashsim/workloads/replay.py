@@ -622,6 +622,7 @@ class JobEngine:
             )
         )
         paths: dict[tuple[Any, ...], tuple[Access, RankStream]] = {}
+        request = self.fidelity == "request"
         if times.job.start_s > 0:
             yield env.timeout(times.job.start_s)
         for k in range(lo, hi):
@@ -636,7 +637,7 @@ class JobEngine:
                     access = self._access(times, node, k)
                     found = paths[kinds[i]] = (access, self._stream(access))
                 access, stream = found
-                if self.fidelity == "request":
+                if request:
                     ops = self._operations(access, stream, size, cache_B)
                     if ops:
                         yield from self._requests(access, stream, ops)
@@ -662,7 +663,7 @@ class JobEngine:
                         dirty.append((tail, behind))
                         dirty_B += behind
             times.end_s[k] = env.now - t0
-            if self.fidelity == "request":
+            if request:
                 times.server_end_s[k] = times.end_s[k]
         # the rank's time ends with its last call (close() does not flush a Lustre client's
         # cache) unless the job fsyncs; write-back still drains, loading the servers,
