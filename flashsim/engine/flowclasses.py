@@ -1119,14 +1119,15 @@ class ClassLayer(FlowState):
         Those in ``skip`` (touched in this event, so likely touched again) stay
         unguarded: they are checked whenever ``c`` rises.
         """
-        if not c.unguarded:
+        unguarded = c.unguarded
+        if not unguarded:
             return
         stamps = self._seg_stamp
         con_ver = self._con_ver
         guard = c.sguard
-        for g in list(c.unguarded):
-            if g in skip:
-                continue
+        # (in any order: each segment's entry and stale pops are its own, and a heap pops
+        # the same sequence of entries whatever the order they were pushed in)
+        for g in unguarded - skip:
             limit = self._segment_bound(g)
             thr = self._seg_thr[g]
             while thr:
@@ -1137,7 +1138,7 @@ class ClassLayer(FlowState):
                 heapq.heappop(thr)
             # A margin of many rounding steps: below the entry's level, mu * segw <= limit.
             heapq.heappush(guard, (limit / c.segw[g] * GUARD_MARGIN, g, stamps[g]))
-            c.unguarded.discard(g)
+            unguarded.discard(g)
         if len(guard) > 4 * len(c.segw) + 64:
             live = [e for e in guard if stamps[e[1]] == e[2] and e[1] in c.segw]
             heapq.heapify(live)

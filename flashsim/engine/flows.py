@@ -6,7 +6,10 @@ shared path segments, and flows (a size, a path of ``(resource, weight)`` and
 priority).  Rates are the weighted max-min
 fair allocation (:mod:`flashsim.engine.maxmin`), re-solved when
 a flow starts or ends or a capacity changes.  Each flow's completion is a SimPy
-event.
+event.  The changes of one instant are solved together, by a zero-delay event
+after them; in a :class:`~flashsim.engine.queues.QueueEnvironment` (every
+:class:`~flashsim.engine.simulation.Simulation`'s) that event is a deferred call,
+which costs no event when nothing else is due at that instant (a replay's call).
 
 Re-solving is incremental and exact, at two depths.  Flows that share a
 bottleneck share a level and a virtual clock (:mod:`flashsim.engine.flowclasses`):
@@ -478,7 +481,8 @@ class FlowNetwork(ClassLayer):
             float(size_B),
             segs_t,
         )
-        flow = Flow(name, float(size_B), self.env.event(), self.env.now, _slot=slot, _network=self)
+        env = self.env
+        flow = Flow(name, float(size_B), simpy.Event(env), env.now, _slot=slot, _network=self)
         self._flows[slot] = flow
         self._pending_new[slot] = None
         self._index_recent.append(slot)
