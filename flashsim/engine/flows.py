@@ -7,9 +7,7 @@ priority).  Rates are the weighted max-min
 fair allocation (:mod:`flashsim.engine.maxmin`), re-solved when
 a flow starts or ends or a capacity changes.  Each flow's completion is a SimPy
 event.  The changes of one instant are solved together, by a zero-delay event
-after them; in a :class:`~flashsim.engine.queues.QueueEnvironment` (every
-:class:`~flashsim.engine.simulation.Simulation`'s) that event is a deferred call,
-which costs no event when nothing else is due at that instant (a replay's call).
+after them.
 
 Re-solving is incremental and exact, at two depths.  Flows that share a
 bottleneck share a level and a virtual clock (:mod:`flashsim.engine.flowclasses`):
