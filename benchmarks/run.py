@@ -248,7 +248,7 @@ def main() -> int:
         ok &= emit(f"{case}_seed000_s", record["wall_s"], "s", 60.0, False)
         ok &= record["exit"] == 0  # the command itself must succeed
     record = child("benchmarks.replay_calls", "calls500k")
-    # Issue 20's target for 500k calls is not met yet (about 60 s on 2 cores): reported
+    # Issue 20's target for 500k calls is not met yet (about 34-36 s on 2 cores): reported
     # against it, open until it is.
     ok &= emit("replay_500k_calls_s", record["wall_s"], "s", 30.0, False, open_issue=20)
     return 0 if ok else 1
