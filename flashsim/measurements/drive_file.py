@@ -122,23 +122,26 @@ def _describe(job: FioJob) -> str:
     )
 
 
-def _sequential(jobs: Sequence[FioJob], op: str) -> FioJob | None:
-    """The sequential ``op`` job with the largest transfer (then the highest bandwidth)."""
-    candidates = [
+def _jobs_of(jobs: Sequence[FioJob], op: str, access: str, has: str) -> list[FioJob]:
+    """The ``access`` jobs that did ``op`` and measured ``has`` (an attribute of FioJob)."""
+    return [
         j
         for j in jobs
         if j.conditions.operation == op
-        and j.conditions.access == "sequential"
-        and j.bandwidth is not None
+        and j.conditions.access == access
+        and getattr(j, has) is not None
     ]
-    if not candidates:
-        return None
+
+
+def _sequential(jobs: Sequence[FioJob], op: str) -> FioJob | None:
+    """The sequential ``op`` job with the largest transfer (then the highest bandwidth)."""
     return max(
-        candidates,
+        _jobs_of(jobs, op, "sequential", "bandwidth"),
         key=lambda j: (
             j.conditions.transfer_size_B or 0.0,
             j.bandwidth.value if j.bandwidth else 0,
         ),
+        default=None,
     )
 
 
@@ -146,33 +149,22 @@ def _random_iops(jobs: Sequence[FioJob], op: str) -> FioJob | None:
     """The random 4 KiB ``op`` job with the highest IOPS."""
     candidates = [
         j
-        for j in jobs
-        if j.conditions.operation == op
-        and j.conditions.access == "random"
-        and j.conditions.transfer_size_B == RANDOM_SIZE_B
-        and j.iops is not None
+        for j in _jobs_of(jobs, op, "random", "iops")
+        if j.conditions.transfer_size_B == RANDOM_SIZE_B
     ]
     return max(candidates, key=lambda j: j.iops.value if j.iops else 0.0, default=None)
 
 
 def _latency(jobs: Sequence[FioJob], op: str) -> FioJob | None:
     """A queue-depth-1 one-task random ``op`` job (4 KiB first), else the least loaded one."""
-    candidates = [
-        j
-        for j in jobs
-        if j.conditions.operation == op
-        and j.conditions.access == "random"
-        and j.latency is not None
-    ]
-    if not candidates:
-        return None
     return min(
-        candidates,
+        _jobs_of(jobs, op, "random", "latency"),
         key=lambda j: (
             j.in_flight,
             j.conditions.transfer_size_B != RANDOM_SIZE_B,
             j.conditions.transfer_size_B or 0.0,
         ),
+        default=None,
     )
 
 
