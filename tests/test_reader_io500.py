@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from flashsim.measurements.readers import detect_tool, io500, read_file, read_measurements
+from flashsim.measurements.readers.ior import ior_bytes
 from flashsim.measurements.record import Measurement, MeasurementError
 from flashsim.measurements.reproduce import Plan, Skip, evaluate, plan, plan_io500
 from tests.reader_helpers import assert_one_error
@@ -182,11 +183,11 @@ def test_older_result_and_score_variants(tmp_path: Path) -> None:
 
 
 def test_size_strings_use_ior_binary_multipliers() -> None:
-    assert io500.size_bytes("47008") == 47008.0
-    assert io500.size_bytes("2m") == 2.0 * 2**20
-    assert io500.size_bytes("9920000m") == 9920000.0 * 2**20
-    assert io500.size_bytes("1G") == float(2**30)
-    assert io500.size_bytes("lots") is None
+    assert ior_bytes("47008") == 47008.0
+    assert ior_bytes("2m") == 2.0 * 2**20
+    assert ior_bytes("9920000m") == 9920000.0 * 2**20
+    assert ior_bytes("1G") == float(2**30)
+    assert ior_bytes("lots") is None
 
 
 # ------------------------------------------------------------------ errors

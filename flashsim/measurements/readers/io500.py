@@ -38,7 +38,8 @@ and ``score_md`` (1/s).
 
 IOR/mdtest size strings in a command line or the configuration (``1m``,
 ``64m``) use IOR's binary multipliers (``string_to_bytes`` in IOR's
-``utilities.c``: k = 2**10, m = 2**20, g = 2**30...).
+``utilities.c``: k = 2**10, m = 2**20, g = 2**30...); they are read by the IOR
+reader's :func:`~flashsim.measurements.readers.ior.ior_bytes`.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flashsim.measurements.readers.ior import ior_bytes
 from flashsim.measurements.record import Conditions, Measurement, Scalar, error_at, number_at
 
 TOOL = "io500"
@@ -73,7 +75,6 @@ _VERSION = re.compile(r"^IO500 version (?P<version>\S+)(?:\s+\((?P<mode>\w+)\))?
 _STDOUT_INVALID = re.compile(r"^ERROR INVALID(?: \((?P<where>[^)]*)\))?\s*(?P<text>.*)$")
 _SECTION = re.compile(r"^\[(?P<name>[A-Za-z0-9_.-]+)\]\s*$")
 _PAIR = re.compile(r"^(?P<key>[A-Za-z0-9_.-]+)\s*=\s*(?P<value>.*?)\s*$")
-_SIZE = re.compile(r"^(?P<n>\d+(?:\.\d*)?)(?P<unit>[kKmMgGtTpP]?)$")
 _SNIFF = re.compile(
     rb"^(?:IO500 version \S+|\[RESULT(?:-invalid)?\]\s+\S+\s+\S+\s+(?:GiB/s|GB/s|kIOPS|kiops)"
     rb"|\[SCORE ?\] Bandwidth|config-hash\s+=)",
@@ -154,15 +155,6 @@ def _int(path: Path, line: int, text: str, what: str) -> int:
     return value
 
 
-def size_bytes(text: str) -> float | None:
-    """An IOR size string (``47008``, ``1m``, ``2M``, ``9920000m``) in B; ``None`` if not one."""
-    m = _SIZE.match(text.strip())
-    if m is None:
-        return None
-    power = "kmgtp".find(m["unit"].lower()) + 1 if m["unit"] else 0
-    return float(m["n"]) * float(1 << (10 * power))
-
-
 def _option(exe: str, flag: str) -> str | None:
     """The value of ``-flag VALUE`` or ``-flag=VALUE`` in a command line (the last one)."""
     found = re.findall(rf"(?:^|\s){re.escape(flag)}(?:=|\s+)(\S+)", exe)
@@ -183,7 +175,7 @@ def _config_value(extra: str, text: str) -> Scalar | None:
     if not text:
         return None
     if extra.endswith("_B") or extra == "stonewall_s":
-        return size_bytes(text) if extra.endswith("_B") else _maybe_float(text)
+        return ior_bytes(text) if extra.endswith("_B") else _maybe_float(text)
     if extra == "ior_easy_file_per_process":
         return _bool(text)
     if extra == "api":
@@ -370,7 +362,7 @@ def _run_config(run: _Run) -> dict[str, Scalar]:
     easy = exes.get("ior-easy-write") or exes.get("ior-easy-read")
     if easy:
         for flag, key in (("-t", "ior_easy_transfer_size_B"), ("-b", "ior_easy_block_size_B")):
-            if (v := _option(easy, flag)) is not None and (b := size_bytes(v)) is not None:
+            if (v := _option(easy, flag)) is not None and (b := ior_bytes(v)) is not None:
                 config.setdefault(key, b)
         config.setdefault("ior_easy_file_per_process", _has_flag(easy, "-F"))
         if (api := _option(easy, "-a")) is not None:
@@ -414,8 +406,8 @@ def _phase_conditions(run: _Run, phase: _Phase, config: dict[str, Scalar]) -> Co
     stonewall = config.get("stonewall_s") if "write" in phase.name else None
     if phase.name.startswith("ior") and exe:
         t, b, s = _option(exe, "-t"), _option(exe, "-b"), _option(exe, "-s")
-        transfer = size_bytes(t) if t else None
-        block = size_bytes(b) if b else None
+        transfer = ior_bytes(t) if t else None
+        block = ior_bytes(b) if b else None
         segments = int(s) if s and s.isdigit() else None
         fpp = _has_flag(exe, "-F")
         d = _option(exe, "-D")
