@@ -189,6 +189,28 @@ def _conditions_field(key: str) -> str:
     raise KeyError(key)
 
 
+def sidecar_path(path: Path) -> Path:
+    """The sidecar file of the tool output ``path`` (``<file>.conditions.toml``)."""
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def sidecar_conditions(path: Path) -> dict[str, Any]:
+    """The ``[conditions]`` table of ``path``'s sidecar as written, unvalidated.
+
+    For a reader whose output's meaning depends on the sidecar (the LNet group,
+    the obdfilter OST): ``{}`` without a sidecar or if it is unreadable, since
+    :func:`read_file` validates the sidecar and reports it.
+    """
+    sidecar = sidecar_path(path)
+    if not sidecar.is_file():
+        return {}
+    try:
+        table = load_toml(sidecar).get("conditions", {})
+    except ConfigError:
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
 def apply_sidecar(measurements: Sequence[Measurement], sidecar: Path) -> list[Measurement]:
     """Fill conditions the output did not record from ``sidecar``.
 
@@ -228,7 +250,7 @@ def read_file(path: Path, tool: str | None = None) -> list[Measurement]:
     measurements: list[Measurement] = reader_module(chosen).read(path)
     if not measurements:
         raise MeasurementError(str(path), "", None, f"no measurement found in this {chosen} output")
-    sidecar = path.with_name(path.name + SIDECAR_SUFFIX)
+    sidecar = sidecar_path(path)
     if sidecar.is_file():
         measurements = apply_sidecar(measurements, sidecar)
     return measurements

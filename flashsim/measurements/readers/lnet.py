@@ -50,9 +50,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from flashsim.config import ConfigError, load_toml
+from flashsim.config import ConfigError
+from flashsim.measurements.readers import sidecar_conditions, sidecar_path
 from flashsim.measurements.record import Conditions, Measurement, Scalar, error_at
 
 TOOL = "lnet-selftest"
@@ -82,18 +82,6 @@ class _Group:
     bandwidth: dict[str, list[float]] = field(default_factory=lambda: {"R": [], "W": []})
     rate: dict[str, list[float]] = field(default_factory=lambda: {"R": [], "W": []})
     units: set[str] = field(default_factory=set)
-
-
-def _sidecar(path: Path) -> dict[str, Any]:
-    """The sidecar's ``[conditions]`` table as written ({} without one or if unreadable)."""
-    sidecar = path.with_name(path.name + ".conditions.toml")
-    if not sidecar.is_file():
-        return {}
-    try:
-        table = load_toml(sidecar).get("conditions", {})
-    except ConfigError:
-        return {}  # read_file validates the sidecar and reports it
-    return table if isinstance(table, dict) else {}
 
 
 def _parse(path: Path) -> tuple[dict[str, _Group], int]:
@@ -177,7 +165,7 @@ def _sink(path: Path, groups: dict[str, _Group], chosen: object) -> str:
     if isinstance(chosen, str):
         if chosen not in groups:
             raise ConfigError(
-                str(path.with_name(path.name + ".conditions.toml")),
+                str(sidecar_path(path)),
                 "conditions.extra.group",
                 chosen,
                 f"a group of {path} ({', '.join(groups)})",
@@ -203,7 +191,7 @@ def _mean(values: list[float]) -> float:
 def read(path: Path) -> list[Measurement]:
     """The sink group's bandwidth and message rate in the test's direction."""
     groups, failed = _parse(path)
-    side = _sidecar(path)
+    side = sidecar_conditions(path)
     extra_side = side.get("extra", {}) if isinstance(side.get("extra"), dict) else {}
     name = _sink(path, groups, extra_side.get("group"))
     group = groups[name]
@@ -231,7 +219,7 @@ def read(path: Path) -> list[Measurement]:
         dominant = "read" if _mean(bw[read_dir]) > _mean(bw[other]) else "write"
         if dominant != operation:
             raise ConfigError(
-                str(path.with_name(path.name + ".conditions.toml")),
+                str(sidecar_path(path)),
                 "conditions.operation",
                 operation,
                 f"group {name} ({role}) of {path} moved most data the way of a {dominant} "

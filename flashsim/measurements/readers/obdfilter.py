@@ -41,7 +41,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from flashsim.config import ConfigError, load_toml
+from flashsim.measurements.readers import sidecar_conditions
 from flashsim.measurements.record import Conditions, Measurement, Scalar, error_at
 
 TOOL = "obdfilter-survey"
@@ -72,13 +72,7 @@ def sniff(head: bytes) -> bool:
 
 def _sidecar_target(path: Path) -> int | None:
     """The OST index a sidecar names (``[conditions] target``), for the scope; else None."""
-    sidecar = path.with_name(path.name + ".conditions.toml")
-    if not sidecar.is_file():
-        return None
-    try:
-        target = load_toml(sidecar).get("conditions", {}).get("target")
-    except ConfigError:
-        return None  # read_file validates the sidecar and reports it
+    target = sidecar_conditions(path).get("target")
     return target if isinstance(target, int) and not isinstance(target, bool) else None
 
 
