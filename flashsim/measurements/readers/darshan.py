@@ -68,7 +68,8 @@ def read(path: Path) -> list[Measurement]:
         raise MeasurementError(
             str(path), "", None, text[len(prefix) :] if text.startswith(prefix) else text
         ) from None
-    version = path.read_bytes()[:8].split(b"\0", 1)[0].decode("ascii", "replace")
+    with path.open("rb") as log:  # its first 8 bytes, not the whole (maybe large) log again
+        version = log.read(8).split(b"\0", 1)[0].decode("ascii", "replace")
     rec = trace.records
     nprocs = trace.nprocs
     time_s = np.nan_to_num(rec["io_time_s"].to_numpy(float)) + np.nan_to_num(
