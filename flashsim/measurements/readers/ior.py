@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from flashsim.measurements.record import (
+    SI_UNITS,
     Conditions,
     Measurement,
     MeasurementError,
@@ -371,49 +372,44 @@ def _measurements(
     stem = f"{path.stem}:test{test.test_id}"
     operations = list(test.summary) + [it[1] for it in test.iterations if it[1] not in test.summary]
     out: list[Measurement] = []
+
+    def add(
+        op: str,
+        quantity: str,
+        value: float,
+        line: int,
+        duration_s: float,
+        scope: str = "",
+        note: str = "",
+    ) -> None:
+        out.append(
+            Measurement(
+                id=":".join([stem, *([scope] if scope else []), op, quantity]),
+                quantity=quantity,
+                value=value,
+                unit=SI_UNITS[quantity],
+                conditions=replace(base, operation=op, duration_s=duration_s),
+                source=f"{path}:{line}",
+                scope=scope,
+                note=note,
+            )
+        )
+
     for op in dict.fromkeys(operations):
         if op in test.summary:
             line, row = test.summary[op]
-            cond = replace(base, operation=op, duration_s=row["mean_time_s"])
             stats = (
                 f"IOR summary of {row['reps']} repetition(s): mean; "
                 f"max {row['bw_max_MiB']:.2f}, min {row['bw_min_MiB']:.2f}, "
                 f"stddev {row['bw_sd_MiB']:.2f} MiB/s"
             )
-            for quantity, value, unit in (
-                ("bandwidth", row["bw_mean_MiB"] * MIB, "B/s"),
-                ("iops", row["ops_mean"], "1/s"),
-            ):
-                out.append(
-                    Measurement(
-                        id=f"{stem}:{op}:{quantity}",
-                        quantity=quantity,
-                        value=value,
-                        unit=unit,
-                        conditions=cond,
-                        source=f"{path}:{line}",
-                        note=stats,
-                    )
-                )
+            add(op, "bandwidth", row["bw_mean_MiB"] * MIB, line, row["mean_time_s"], note=stats)
+            add(op, "iops", row["ops_mean"], line, row["mean_time_s"], note=stats)
         for line, access, bw, iops, total, iteration in test.iterations:
-            if access != op:
-                continue
-            cond = replace(base, operation=op, duration_s=total)
-            scope = f"iteration {iteration}"
-            for quantity, value, unit in (("bandwidth", bw, "B/s"), ("iops", iops, "1/s")):
-                note = _ITER_IOPS_NOTE if quantity == "iops" else ""
-                out.append(
-                    Measurement(
-                        id=f"{stem}:{scope}:{op}:{quantity}",
-                        quantity=quantity,
-                        value=value,
-                        unit=unit,
-                        conditions=cond,
-                        source=f"{path}:{line}",
-                        scope=scope,
-                        note=note,
-                    )
-                )
+            if access == op:
+                scope = f"iteration {iteration}"
+                add(op, "bandwidth", bw, line, total, scope=scope)
+                add(op, "iops", iops, line, total, scope=scope, note=_ITER_IOPS_NOTE)
     return out
 
 
