@@ -279,8 +279,17 @@ class _Test:
     summary: dict[str, tuple[int, dict[str, Any]]] = field(default_factory=dict)
 
 
+def _parsed(command_line: str | None) -> CommandLine:
+    """The echoed command line parsed (none echoed: like a script, absent flags say nothing)."""
+    return parse_command_line(command_line) if command_line else CommandLine(script=True)
+
+
 def _base_conditions(
-    version: str | None, command_line: str | None, test: _Test, exact: Mapping[str, Any]
+    version: str | None,
+    command_line: str | None,
+    cl: CommandLine,
+    test: _Test,
+    exact: Mapping[str, Any],
 ) -> Conditions:
     """The conditions of every measurement of ``test``.
 
@@ -289,7 +298,6 @@ def _base_conditions(
     the command line fills what neither says.
     """
     opts = test.options
-    cl = parse_command_line(command_line) if command_line else CommandLine(script=True)
     values = cl.values
 
     def flag(name: str, output: bool | None) -> bool | None:
@@ -364,11 +372,12 @@ def _measurements(
     path: Path,
     version: str | None,
     command_line: str | None,
+    cl: CommandLine,
     test: _Test,
     exact: Mapping[str, Any],
 ) -> list[Measurement]:
-    """The summary and iteration measurements of one test."""
-    base = _base_conditions(version, command_line, test, exact)
+    """The summary and iteration measurements of one test (``cl``: ``command_line`` parsed)."""
+    base = _base_conditions(version, command_line, cl, test, exact)
     stem = f"{path.stem}:test{test.test_id}"
     operations = list(test.summary) + [it[1] for it in test.iterations if it[1] not in test.summary]
     out: list[Measurement] = []
@@ -592,12 +601,13 @@ def _read_text(path: Path, text: str) -> list[Measurement]:
             None,
             "the 'Summary of all tests' table (IOR did not finish: the file is truncated)",
         )
+    cl = _parsed(command_line)
     out: list[Measurement] = []
     for test in tests:
         exact: dict[str, Any] = {}
         if test.summary:
             exact = dict(next(iter(test.summary.values()))[1]["exact"])
-        out.extend(_measurements(path, version, command_line, test, exact))
+        out.extend(_measurements(path, version, command_line, cl, test, exact))
     return out
 
 
@@ -666,6 +676,7 @@ def _read_json(path: Path, text: str) -> list[Measurement]:
     summary = doc.get("summary", [])
     if not isinstance(summary, list):
         raise error_at(str(path), 1, None, "the 'summary' key to be an array")
+    cl = _parsed(command_line)
     out: list[Measurement] = []
     result_index = 0
     for index, entry in enumerate(doc["tests"]):
@@ -746,7 +757,7 @@ def _read_json(path: Path, text: str) -> list[Measurement]:
                 )
         if not test.iterations and not test.summary:
             raise error_at(str(path), line, None, "write or read results in the test")
-        out.extend(_measurements(path, version, command_line, test, exact))
+        out.extend(_measurements(path, version, command_line, cl, test, exact))
     if not out:
         raise error_at(str(path), 1, None, "at least one test with results")
     return out
