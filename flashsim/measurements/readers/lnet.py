@@ -202,6 +202,7 @@ def read(path: Path) -> list[Measurement]:
         role = "source" if "client" in lower and "server" not in lower else "sink"
     # The direction the bulk data of a read test takes, seen from this group.
     read_dir = "W" if role == "sink" else "R"
+    write_dir = "R" if read_dir == "W" else "W"
     operation = side.get("operation")
     if operation not in ("read", "write"):
         if not bw["R"] or not bw["W"]:
@@ -212,11 +213,9 @@ def read(path: Path) -> list[Measurement]:
                 "both [R] and [W] bandwidth lines to tell a read from a write test, "
                 'or the operation in the sidecar ([conditions] operation = "read")',
             )
-        other = "R" if read_dir == "W" else "W"
-        operation = "read" if _mean(bw[read_dir]) > _mean(bw[other]) else "write"
+        operation = "read" if _mean(bw[read_dir]) > _mean(bw[write_dir]) else "write"
     elif bw["R"] and bw["W"]:
-        other = "R" if read_dir == "W" else "W"
-        dominant = "read" if _mean(bw[read_dir]) > _mean(bw[other]) else "write"
+        dominant = "read" if _mean(bw[read_dir]) > _mean(bw[write_dir]) else "write"
         if dominant != operation:
             raise ConfigError(
                 str(sidecar_path(path)),
@@ -225,49 +224,45 @@ def read(path: Path) -> list[Measurement]:
                 f"group {name} ({role}) of {path} moved most data the way of a {dominant} "
                 "test (is the group or its role right?)",
             )
-    direction = read_dir if operation == "read" else ("R" if read_dir == "W" else "W")
+    direction = read_dir if operation == "read" else write_dir
     extra: dict[str, Scalar] = {"group": name, "role": role, "direction": direction}
     scope = "" if role == "sink" else f"group {name}"
     if failed:
         extra["failed_stats"] = failed
     conditions = Conditions(tool=TOOL, operation=operation, extra=extra)
     out: list[Measurement] = []
-    source = f"{path}:{group.first_line}"
-    if bw[direction]:
-        samples = bw[direction]
+
+    def add(quantity: str, unit: str, samples: list[float], note: str) -> None:
         out.append(
             Measurement(
-                id=":".join([path.stem, name, *([scope] if scope else []), operation, "bandwidth"]),
-                quantity="bandwidth",
+                id=":".join([path.stem, name, *([scope] if scope else []), operation, quantity]),
+                quantity=quantity,
                 value=_mean(samples),
-                unit="B/s",
+                unit=unit,
                 conditions=conditions,
-                source=source,
+                source=f"{path}:{group.first_line}",
                 scope=scope,
-                note=(
-                    f"mean of {len(samples)} lst stat interval(s) of the per-node Avg "
-                    f"[{direction}] of group {name} ({'/'.join(sorted(group.units))})"
-                ),
+                note=note,
             )
+        )
+
+    samples = bw[direction]
+    if samples:
+        add(
+            "bandwidth",
+            "B/s",
+            samples,
+            f"mean of {len(samples)} lst stat interval(s) of the per-node Avg "
+            f"[{direction}] of group {name} ({'/'.join(sorted(group.units))})",
         )
     rates = group.rate[direction]
     if rates:
-        out.append(
-            Measurement(
-                id=":".join(
-                    [path.stem, name, *([scope] if scope else []), operation, "message_rate"]
-                ),
-                quantity="message_rate",
-                value=_mean(rates),
-                unit="1/s",
-                conditions=conditions,
-                source=source,
-                scope=scope,
-                note=(
-                    f"mean of {len(rates)} interval(s) of the per-node Avg [{direction}] "
-                    "'RPC/s', which counts LNet messages (two per bulk RPC)"
-                ),
-            )
+        add(
+            "message_rate",
+            "1/s",
+            rates,
+            f"mean of {len(rates)} interval(s) of the per-node Avg [{direction}] "
+            "'RPC/s', which counts LNet messages (two per bulk RPC)",
         )
     if not out:
         raise error_at(
