@@ -484,19 +484,33 @@ def read(path: Path) -> list[Measurement]:
     source = str(path)
     config = _run_config(run)
     out: list[Measurement] = []
+
+    def add(
+        what: str, quantity: str, value: float, unit: str, cond: Conditions, line: int, note: str
+    ) -> None:
+        out.append(
+            Measurement(
+                id=f"{stem}:{what}:{quantity}",
+                quantity=quantity,
+                value=value,
+                unit=unit,
+                conditions=cond,
+                source=f"{source}:{line}",
+                note=note,
+            )
+        )
+
     for phase in run.phases.values():
         assert phase.value is not None
         bandwidth = phase.unit == "GiB/s"
-        out.append(
-            Measurement(
-                id=f"{stem}:{phase.name}:{'bandwidth' if bandwidth else 'ops'}",
-                quantity="bandwidth" if bandwidth else "ops",
-                value=phase.value * (GIB if bandwidth else KILO),
-                unit="B/s" if bandwidth else "1/s",
-                conditions=_phase_conditions(run, phase, config),
-                source=f"{source}:{phase.line}",
-                note=("invalid: " + "; ".join(phase.invalid)) if phase.invalid else "",
-            )
+        add(
+            phase.name,
+            "bandwidth" if bandwidth else "ops",
+            phase.value * (GIB if bandwidth else KILO),
+            "B/s" if bandwidth else "1/s",
+            _phase_conditions(run, phase, config),
+            phase.line,
+            ("invalid: " + "; ".join(phase.invalid)) if phase.invalid else "",
         )
     run_extra: dict[str, Scalar] = {
         ("io500_mode" if k == "mode" else f"io500_{k}"): v for k, v in config.items()
@@ -516,17 +530,6 @@ def read(path: Path) -> list[Measurement]:
             ("score_bw", None if score.bw is None else score.bw * GIB, "B/s"),
             ("score_md", None if score.md is None else score.md * KILO, "1/s"),
         ):
-            if value is None:
-                continue
-            out.append(
-                Measurement(
-                    id=f"{stem}:{scope}:{quantity}",
-                    quantity=quantity,
-                    value=value,
-                    unit=unit,
-                    conditions=conditions,
-                    source=f"{source}:{score.line}",
-                    note=note,
-                )
-            )
+            if value is not None:
+                add(scope, quantity, value, unit, conditions, score.line, note)
     return out
