@@ -1,13 +1,14 @@
-"""What every reader's malformed-file test asserts: one error, naming the file and where."""
+"""What the readers' tests share: measurements keyed by id; one error naming the file and where."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
 from flashsim.measurements.readers import read_file
-from flashsim.measurements.record import MeasurementError
+from flashsim.measurements.record import Measurement, MeasurementError
 
 
 def assert_one_error(path: Path, tool: str | None, where: str, *phrases: str) -> str:
@@ -24,3 +25,10 @@ def assert_one_error(path: Path, tool: str | None, where: str, *phrases: str) ->
         assert phrase in text, text
     assert "\n" not in text
     return text
+
+
+def by_id(measurements: Sequence[Measurement]) -> dict[str, Measurement]:
+    """``measurements`` keyed by id; the ids must be unique (as within one file)."""
+    out = {m.id: m for m in measurements}
+    assert len(out) == len(measurements), "ids are unique within a file"
+    return out

@@ -9,19 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flashsim.measurements.readers import detect_tool, fio, read_file, read_measurements
-from flashsim.measurements.record import Measurement, MeasurementError
-from tests.reader_helpers import assert_one_error
+from flashsim.measurements.record import MeasurementError
+from tests.reader_helpers import assert_one_error, by_id
 
 DATA = Path(__file__).parent / "data" / "measurements" / "fio"
 BAD = DATA / "bad"
 MiB = 2**20
-
-
-def _by_id(path: Path) -> dict[str, Measurement]:
-    ms = fio.read(path)
-    out = {m.id: m for m in ms}
-    assert len(out) == len(ms), "ids are unique within a file"
-    return out
 
 
 # (file, job:direction, bw_bytes, iops, lat_ns mean, line of the job object): from the files.
@@ -47,7 +40,7 @@ def test_every_fixture_gives_fios_numbers_in_si(
     name: str, job: str, bw: int, iops: float, lat_ns: float | None, line: int
 ) -> None:
     path = DATA / name
-    ms = _by_id(path)
+    ms = by_id(fio.read(path))
     stem = path.stem
     bandwidth = ms[f"{stem}:{job}:bandwidth"]
     assert (bandwidth.value, bandwidth.unit, bandwidth.quantity) == (float(bw), "B/s", "bandwidth")
@@ -64,7 +57,7 @@ def test_every_fixture_gives_fios_numbers_in_si(
 
 
 def test_directions_without_io_give_nothing() -> None:
-    ids = set(_by_id(DATA / "seqread-1m.json"))
+    ids = set(by_id(fio.read(DATA / "seqread-1m.json")))
     assert all(":seqread:read:" in i for i in ids)
     assert len(ids) == 3 + 17  # bandwidth, iops, mean, and fio's 17 default percentiles
     rw = {m.conditions.operation for m in fio.read(DATA / "randrw-4k.json")}
@@ -72,7 +65,7 @@ def test_directions_without_io_give_nothing() -> None:
 
 
 def test_completion_latency_percentiles_in_seconds() -> None:
-    ms = _by_id(DATA / "seqread-1m.json")
+    ms = by_id(fio.read(DATA / "seqread-1m.json"))
     p = "seqread-1m:seqread:read:latency_p"
     # clat_ns percentiles of the file (lines 47-63)
     assert ms[p + "1"].value == pytest.approx(11075584e-9, rel=1e-12)
@@ -82,14 +75,14 @@ def test_completion_latency_percentiles_in_seconds() -> None:
     assert ms[p + "99.9"].value == pytest.approx(20578304e-9, rel=1e-12)
     assert ms[p + "99.9"].quantity == "latency_p99.9"
     assert ms[p + "99.9"].conditions.extra["percentiles_of"] == "clat"
-    plus = _by_id(DATA / "seqread-1m-jsonplus.json")
+    plus = by_id(fio.read(DATA / "seqread-1m-jsonplus.json"))
     q = "seqread-1m-jsonplus:seqread-plus:read:latency_p"
     assert plus[q + "99.99"].value == pytest.approx(38535168e-9, rel=1e-12)
     assert plus[q + "50"].value == pytest.approx(2670592e-9, rel=1e-12)
 
 
 def test_conditions_of_a_sequential_libaio_job() -> None:
-    c = _by_id(DATA / "seqread-1m.json")["seqread-1m:seqread:read:bandwidth"].conditions
+    c = by_id(fio.read(DATA / "seqread-1m.json"))["seqread-1m:seqread:read:bandwidth"].conditions
     assert (c.operation, c.access) == ("read", "sequential")
     assert c.transfer_size_B == 1 * MiB
     assert c.queue_depth == 16
@@ -106,7 +99,7 @@ def test_conditions_of_a_sequential_libaio_job() -> None:
 
 
 def test_global_options_apply_to_every_job() -> None:
-    ms = _by_id(DATA / "qd1-4k.json")
+    ms = by_id(fio.read(DATA / "qd1-4k.json"))
     read = ms["qd1-4k:qd1-randread:read:iops"].conditions
     write = ms["qd1-4k:qd1-randwrite:write:iops"].conditions
     for c in (read, write):
@@ -118,7 +111,7 @@ def test_global_options_apply_to_every_job() -> None:
 
 
 def test_group_reporting_sums_numjobs_tasks() -> None:
-    c = _by_id(DATA / "group-2jobs.json")["group-2jobs:group:read:iops"].conditions
+    c = by_id(fio.read(DATA / "group-2jobs.json"))["group-2jobs:group:read:iops"].conditions
     assert c.tasks == 2
     assert c.queue_depth == 8
     assert c.size_B == 2 * 64 * MiB
@@ -126,7 +119,7 @@ def test_group_reporting_sums_numjobs_tasks() -> None:
 
 
 def test_clones_without_group_reporting_are_one_task_each() -> None:
-    ms = _by_id(DATA / "clones-2jobs.json")
+    ms = by_id(fio.read(DATA / "clones-2jobs.json"))
     assert ms["clones-2jobs:clones.0:read:iops"].conditions.tasks == 1
     assert ms["clones-2jobs:clones.1:read:iops"].conditions.tasks == 1
 
@@ -134,7 +127,7 @@ def test_clones_without_group_reporting_are_one_task_each() -> None:
 def test_note_before_the_json_is_skipped_and_sync_engine_caps_queue_depth() -> None:
     path = DATA / "seqwrite-psync-note.json"
     assert path.read_text().startswith("note: both iodepth")
-    m = _by_id(path)["seqwrite-psync-note:seqwrite-psync:write:bandwidth"]
+    m = by_id(fio.read(path))["seqwrite-psync-note:seqwrite-psync:write:bandwidth"]
     assert m.source == f"{path}:8"
     assert m.conditions.queue_depth == 1  # fio: "queue depth will be capped at 1"
     assert m.conditions.extra["iodepth"] == "2"
@@ -254,10 +247,10 @@ def test_disable_lat_takes_the_completion_latency_mean(tmp_path: Path) -> None:
     emptied = text[:lat] + text[lat:].replace('"N" : 2632', '"N" : 0', 1)
     path = tmp_path / "nolat.json"
     path.write_text(emptied)
-    m = _by_id(path)["nolat:seqread:read:latency_mean"]
+    m = by_id(fio.read(path))["nolat:seqread:read:latency_mean"]
     assert m.value == pytest.approx(12126729.606763e-9, rel=1e-12)  # clat_ns mean
     assert m.conditions.extra["latency_mean_of"] == "clat"
-    real = _by_id(DATA / "seqread-1m.json")["seqread-1m:seqread:read:latency_mean"]
+    real = by_id(fio.read(DATA / "seqread-1m.json"))["seqread-1m:seqread:read:latency_mean"]
     assert real.conditions.extra["latency_mean_of"] == "lat"
 
 
@@ -278,7 +271,7 @@ def test_unified_rw_reporting_gives_the_mixed_direction(tmp_path: Path) -> None:
     # unified_rw_reporting=1: one "mixed" object instead of "read" and "write"
     head, rest = text.split('      "read" : {', 1)
     path.write_text(head + '      "mixed" : {' + rest.split('      "write" : {', 1)[1])
-    ms = _by_id(path)
+    ms = by_id(fio.read(path))
     m = ms["mixed:randrw:mixed:bandwidth"]
     assert m.value == 110133706.0  # the object's bw_bytes (the write object of the real file)
     assert m.conditions.operation == "mixed"

@@ -16,15 +16,11 @@ from flashsim.measurements.readers import detect_tool, io500, read_file, read_me
 from flashsim.measurements.readers.ior import ior_bytes
 from flashsim.measurements.record import Measurement, MeasurementError
 from flashsim.measurements.reproduce import Plan, Skip, evaluate, plan, plan_io500
-from tests.reader_helpers import assert_one_error
+from tests.reader_helpers import assert_one_error, by_id
 
 DATA = Path(__file__).parent / "data" / "measurements" / "io500"
 ROOT = Path(__file__).parent.parent
 GIB = float(2**30)
-
-
-def by_id(measurements: list[Measurement]) -> dict[str, Measurement]:
-    return {m.id: m for m in measurements}
 
 
 # ------------------------------------------------------------------ sniffing

@@ -9,20 +9,12 @@ import pytest
 from flashsim.measurements.readers import detect_tool, ior, read_file
 from flashsim.measurements.record import Measurement, MeasurementError
 from flashsim.measurements.reproduce import Plan, evaluate, plan
-from tests.reader_helpers import assert_one_error
+from tests.reader_helpers import assert_one_error, by_id
 
 DATA = Path(__file__).parent / "data" / "measurements" / "ior"
 BAD = DATA / "bad"
 PERLMUTTER = Path(__file__).parents[1] / "models" / "systems" / "perlmutter.toml"
 MIB = 2.0**20  # IOR's MiB: MEBIBYTE (1 << 20) in src/iordef.h
-
-
-def by_id(path: Path) -> dict[str, Measurement]:
-    """The measurements of ``path`` keyed by id (ids must be unique)."""
-    ms = read_file(path)
-    ids = {m.id: m for m in ms}
-    assert len(ids) == len(ms)
-    return ids
 
 
 def line_of(m: Measurement) -> str:
@@ -39,7 +31,7 @@ def test_every_fixture_is_sniffed_as_ior(name: str) -> None:
 
 
 def test_text_file_per_process_summary_and_iterations() -> None:
-    ms = by_id(DATA / "ior-fpp.txt")
+    ms = by_id(read_file(DATA / "ior-fpp.txt"))
     assert len(ms) == 12  # 2 operations x (summary + 2 iterations) x (bandwidth, iops)
     w = ms["ior-fpp:test0:write:bandwidth"]
     assert w.value == pytest.approx(2300.19 * MIB, rel=1e-12)  # Mean(MiB)
@@ -75,7 +67,7 @@ def test_text_file_per_process_summary_and_iterations() -> None:
 
 
 def test_text_random_shared_file_odirect() -> None:
-    ms = by_id(DATA / "ior-random.txt")
+    ms = by_id(read_file(DATA / "ior-random.txt"))
     assert len(ms) == 8
     r = ms["ior-random:test0:read:iops"]
     assert r.value == pytest.approx(25930.47, rel=1e-12)
@@ -92,7 +84,7 @@ def test_text_random_shared_file_odirect() -> None:
 
 
 def test_text_stonewall() -> None:
-    ms = by_id(DATA / "ior-stonewall.txt")
+    ms = by_id(read_file(DATA / "ior-stonewall.txt"))
     assert len(ms) == 8  # the "stonewalling pairs accessed" lines are no rows
     w = ms["ior-stonewall:test0:write:bandwidth"]
     assert w.value == pytest.approx(8731.17 * MIB, rel=1e-12)
@@ -103,7 +95,7 @@ def test_text_stonewall() -> None:
 
 
 def test_json_summary_every_test_and_iteration() -> None:
-    ms = by_id(DATA / "ior-summary.json")
+    ms = by_id(read_file(DATA / "ior-summary.json"))
     assert len(ms) == 12
     w = ms["ior-summary:test0:write:bandwidth"]
     assert w.value == pytest.approx(998.2882 * MIB, rel=1e-12)  # bwMeanMIB
@@ -189,7 +181,7 @@ def test_command_line_parser_follows_ior_option_rules() -> None:
 
 
 def test_plan_accepts_read_measurements_with_reorder_and_segments() -> None:
-    ms = by_id(DATA / "ior-summary.json")
+    ms = by_id(read_file(DATA / "ior-summary.json"))
     p = plan(ms["ior-summary:test0:read:bandwidth"])
     assert isinstance(p, Plan)
     dataset, measured = p.phases
@@ -199,16 +191,16 @@ def test_plan_accepts_read_measurements_with_reorder_and_segments() -> None:
     assert measured["fsync"] is True
     write = plan(ms["ior-summary:test0:iteration 1:write:iops"])
     assert isinstance(write, Plan) and "reorder_tasks" not in write.phases[-1]
-    sw = plan(by_id(DATA / "ior-stonewall.txt")["ior-stonewall:test0:write:bandwidth"])
+    sw = plan(by_id(read_file(DATA / "ior-stonewall.txt"))["ior-stonewall:test0:write:bandwidth"])
     assert isinstance(sw, Plan)
     assert sw.phases[-1]["stonewall"] == "2.0 s" and sw.phases[-1]["wear_out"] is True
-    rnd = plan(by_id(DATA / "ior-random.txt")["ior-random:test0:read:iops"])
+    rnd = plan(by_id(read_file(DATA / "ior-random.txt"))["ior-random:test0:read:iops"])
     assert isinstance(rnd, Plan)
     assert rnd.phases[-1]["direct_io"] is True and rnd.phases[-1]["access"] == "random"
 
 
 def test_evaluate_reads_bandwidth_and_iops_of_one_shared_run() -> None:
-    ms = by_id(DATA / "ior-random.txt")
+    ms = by_id(read_file(DATA / "ior-random.txt"))
     bw, iops = ms["ior-random:test0:write:bandwidth"], ms["ior-random:test0:write:iops"]
     p_bw, p_iops = plan(bw), plan(iops)
     assert isinstance(p_bw, Plan) and isinstance(p_iops, Plan)
@@ -220,7 +212,7 @@ def test_evaluate_reads_bandwidth_and_iops_of_one_shared_run() -> None:
 
 
 def test_text_two_tests_from_a_script() -> None:
-    ms = by_id(DATA / "ior-script.txt")
+    ms = by_id(read_file(DATA / "ior-script.txt"))
     assert len(ms) == 16
     t0 = ms["ior-script:test0:write:bandwidth"]
     t1 = ms["ior-script:test1:write:bandwidth"]
@@ -249,6 +241,6 @@ def test_json_non_numeric_bandwidth_names_its_line(tmp_path: Path) -> None:
 
 
 def test_iteration_iops_says_it_excludes_open_and_close() -> None:
-    ms = by_id(DATA / "ior-fpp.txt")
+    ms = by_id(read_file(DATA / "ior-fpp.txt"))
     assert "wr/rd time" in ms["ior-fpp:test0:iteration 0:write:iops"].note
     assert ms["ior-fpp:test0:iteration 0:write:bandwidth"].note == ""
