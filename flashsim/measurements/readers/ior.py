@@ -151,6 +151,17 @@ def _int(text: str) -> int | None:
         return None
 
 
+#: ``-O`` directives that set what a short option does (``src/parse_options.c``).
+_DIRECTIVE_OPTION = {
+    "transfersize": "t",
+    "blocksize": "b",
+    "segmentcount": "s",
+    "repetitions": "i",
+    "numtasks": "N",
+    "deadlineforstonewalling": "D",
+}
+
+
 def _directive(key: str, value: str, cl: CommandLine) -> None:
     """One ``-O key=value`` directive (``DecodeDirective`` in ``src/parse_options.c``)."""
     k = key.strip().lower()
@@ -169,19 +180,8 @@ def _directive(key: str, value: str, cl: CommandLine) -> None:
         number = _int(v)
         if number is not None:
             cl.values[flags[k]] = number > 0
-    elif k in ("transfersize", "blocksize"):
-        size = ior_bytes(v)
-        if size is not None:
-            cl.values["transfer_size_B" if k == "transfersize" else "block_size_B"] = size
-    elif k in ("segmentcount", "repetitions", "numtasks"):
-        number = _int(v)
-        if number is not None:
-            name = {"segmentcount": "segments", "repetitions": "repetitions", "numtasks": "tasks"}
-            cl.values[name[k]] = number
-    elif k == "deadlineforstonewalling":
-        number = _int(v)
-        if number is not None:
-            cl.values["stonewall_s"] = float(number)
+    elif k in _DIRECTIVE_OPTION:
+        _short_argument(_DIRECTIVE_OPTION[k], v, cl)
 
 
 def parse_command_line(command_line: str) -> CommandLine:
