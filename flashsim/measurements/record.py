@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Literal
 
 from flashsim.errors import ConfigError
@@ -205,6 +206,17 @@ class MeasurementError(ConfigError):
         if len(shown) > 80:
             shown = shown[:77] + "..."
         return f"{where}: {self.expected}" + (f" (found {shown})" if shown else "")
+
+
+def read_text(path: Path) -> str:
+    """A tool's text output, UTF-8 with undecodable bytes replaced.
+
+    A file that cannot be read is a :class:`MeasurementError` naming it.
+    """
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise MeasurementError(str(path), "", None, f"cannot read file ({exc})") from None
 
 
 def error_at(path: str, line: int, text: object, expected: str) -> MeasurementError:

@@ -40,9 +40,9 @@ from typing import Any
 from flashsim.measurements.record import (
     Conditions,
     Measurement,
-    MeasurementError,
     Scalar,
     error_at,
+    read_text,
 )
 
 TOOL = "fio"
@@ -395,10 +395,7 @@ def read(path: Path) -> list[Measurement]:
         job entry, or ``numjobs`` when the entry is the only one of its name and
         group (``group_reporting`` summed its clones).
     """
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise MeasurementError(str(path), "", None, f"cannot read file ({exc})") from None
+    text = read_text(path)
     top, start = _decode(path, text)
     line_of_top = _lines_before(text, start)
     if "jobs" not in top and "client_stats" in top:

@@ -43,9 +43,9 @@ from flashsim.measurements.record import (
     SI_UNITS,
     Conditions,
     Measurement,
-    MeasurementError,
     error_at,
     number_at,
+    read_text,
 )
 
 TOOL = "ior"
@@ -105,10 +105,7 @@ def read(path: Path) -> list[Measurement]:
     MeasurementError
         The file is malformed or truncated (names the file and line).
     """
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise MeasurementError(str(path), "", None, f"cannot read file ({exc})") from None
+    text = read_text(path)
     if text.lstrip().startswith("{"):
         return _read_json(path, text)
     return _read_text(path, text)

@@ -53,7 +53,7 @@ from pathlib import Path
 
 from flashsim.config import ConfigError
 from flashsim.measurements.readers import sidecar_conditions, sidecar_path
-from flashsim.measurements.record import Conditions, Measurement, Scalar, error_at
+from flashsim.measurements.record import Conditions, Measurement, Scalar, error_at, read_text
 
 TOOL = "lnet-selftest"
 
@@ -85,10 +85,7 @@ class _Group:
 
 
 def _parse(path: Path) -> tuple[dict[str, _Group], int]:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise error_at(str(path), 0, None, f"cannot read file ({exc})") from None
+    lines = read_text(path).splitlines()
     groups: dict[str, _Group] = {}
     failed = 0
     current: tuple[str, str] | None = None  # (kind, group)

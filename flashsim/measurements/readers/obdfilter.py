@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from flashsim.measurements.readers import sidecar_conditions
-from flashsim.measurements.record import Conditions, Measurement, Scalar, error_at
+from flashsim.measurements.record import Conditions, Measurement, Scalar, error_at, read_text
 
 TOOL = "obdfilter-survey"
 
@@ -97,10 +97,7 @@ def _tests(path: Path, lineno: int, rest: str) -> list[dict[str, Any]]:
 
 def read(path: Path) -> list[Measurement]:
     """Every test of every summary line of an obdfilter-survey output."""
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError as exc:
-        raise error_at(str(path), 0, None, f"cannot read file ({exc})") from None
+    lines = read_text(path).splitlines()
     target = _sidecar_target(path)
     out: list[Measurement] = []
     jobs: set[str] = set()
