@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -178,10 +178,6 @@ class Measurement:
     comparison: Literal["within", "at_least", "at_most"] = "within"
     role: Role | None = None
     note: str = ""
-
-    def with_role(self, role: Role) -> Measurement:
-        """A copy with ``role`` set."""
-        return replace(self, role=role)
 
 
 @dataclass

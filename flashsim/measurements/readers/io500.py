@@ -80,8 +80,6 @@ _SNIFF = re.compile(
     rb"|\[SCORE ?\] Bandwidth|config-hash\s+=)",
     re.MULTILINE,
 )
-#: Sections of result.txt that are not phases.
-_NOT_PHASES = frozenset({"run", "SCORE", "SCOREX", "SCORE_EXTENDED"})
 #: Echoed configuration keys kept as run-wide options: (section, key) -> extra name.
 _CONFIG_KEYS: dict[tuple[str, str], str] = {
     ("global", "api"): "api",
