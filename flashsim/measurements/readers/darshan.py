@@ -72,10 +72,9 @@ def read(path: Path) -> list[Measurement]:
         version = log.read(8).split(b"\0", 1)[0].decode("ascii", "replace")
     rec = trace.records
     nprocs = trace.nprocs
-    time_s = np.nan_to_num(rec["io_time_s"].to_numpy(float)) + np.nan_to_num(
-        rec["meta_time_s"].to_numpy(float)
-    )
-    unknown = int(np.isnan(rec["io_time_s"].to_numpy(float)).sum())
+    io_s = rec["io_time_s"].to_numpy(float)  # read+write time; NaN: unknown
+    time_s = np.nan_to_num(io_s) + np.nan_to_num(rec["meta_time_s"].to_numpy(float))
+    unknown = int(np.isnan(io_s).sum())
     ranks = rec["rank"].to_numpy(int)
     files = rec["file"].to_numpy(int)
     bytes_r = rec["bytes_read"].to_numpy(float)
@@ -153,7 +152,7 @@ def read(path: Path) -> list[Measurement]:
         ),
         measurement(
             "",
-            float(np.nan_to_num(rec["io_time_s"].to_numpy(float)).sum()),
+            float(np.nan_to_num(io_s).sum()),
             {"log": str(path.resolve())},
             "read+write time summed over every POSIX and STDIO record and rank, "
             "as Darshan counts it (*_F_READ_TIME + *_F_WRITE_TIME): what a replay "
