@@ -462,11 +462,7 @@ class ScmQlcTier:
         out = qlc_w.copy()
         lost = float(out[failed].sum())
         out[failed] = 0.0
-        survivors = out.copy()
-        survivors[sorted(self._qlc_down())] = 0.0
-        if not survivors.sum() > 0:  # nothing else of it stored: the stripe's drives in service
-            survivors = np.zeros(len(self.qlc))
-            survivors[self._qlc_in] = 1.0
+        survivors = self._survivors(out)
         survivors /= survivors.sum()
         unrebuilt = 1.0 - state.rebuilt_fraction
         _, replace = state.stage_loss("read", self.full_stripe(size_B))
@@ -503,17 +499,24 @@ class ScmQlcTier:
             return [min(pick, len(self.qlc) - 1)], 0.0
         count = len(state.replacement(drive, "read", self.full_stripe(size_B)))
         decode_s = state.geometry.data * size_B / state.decode_Bps
+        p = self._survivors(weights)
+        live = np.flatnonzero(p > 0)
+        # fewer drives hold the stripe than it needs: some are read twice
+        picks = rng.choice(live, size=count, replace=live.size < count, p=p[live] / p[live].sum())
+        return [int(i) for i in picks], decode_s
+
+    def _survivors(self, weights: FloatArray) -> FloatArray:
+        """``weights`` (a copy) on the QLC drives in service only, unnormalised.
+
+        When nothing of it is stored on a drive in service, the stripe's drives
+        in service, equally (1 each).
+        """
         p = np.asarray(weights, dtype=np.float64).copy()
         p[sorted(self._qlc_down())] = 0.0
         if not p.sum() > 0:
             p = np.zeros(len(self.qlc))
             p[self._qlc_in] = 1.0
-        live = np.flatnonzero(p > 0)
-        if live.size >= count:
-            picks = rng.choice(live, size=count, replace=False, p=p[live] / p[live].sum())
-        else:  # fewer drives hold the stripe than it needs: some are read twice
-            picks = rng.choice(live, size=count, replace=True, p=p[live] / p[live].sum())
-        return [int(i) for i in picks], decode_s
+        return p
 
     def put_back(self, medium: Literal["scm", "qlc"], drive: int) -> None:
         """A fresh, empty drive replaces ``drive`` of ``medium``: new bytes may use it again.
