@@ -789,12 +789,22 @@ class ScmQlcTier:
         failed drive's strips reconstructed (:meth:`degraded_reads` with
         reads of ``size_B`` logical bytes).
         """
+        reads, _ = self.degraded_reads(qlc_w, size_B)
+        return self.drives_reading(f_scm, qlc_w, f_qlc, reads)
+
+    def drives_reading(
+        self, f_scm: float, qlc_w: FloatArray, f_qlc: float, reads: FloatArray
+    ) -> list[tuple[Resource, float]]:
+        """:meth:`drive_path` given the QLC drive reads :meth:`degraded_reads` gave for ``qlc_w``.
+
+        For a caller that needs those reads (or the decode time) too: one
+        :meth:`degraded_reads` serves both.
+        """
         path: list[tuple[Resource, float]] = []
         if f_scm > 0:
             live = self._scm_live()
             weight = f_scm / len(live) / self.spec.scm_read_efficiency
             path += [(r, weight) for r in live]
-        reads, _ = self.degraded_reads(qlc_w, size_B)
         path += [(r, float(w)) for r, w in zip(self.qlc, reads, strict=True) if w > 0]
         if self.qlc_ops and f_qlc > 0:
             c = float(qlc_w.sum()) / f_qlc  # physical bytes per logical byte on QLC
