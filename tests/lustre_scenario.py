@@ -8,11 +8,12 @@ ROOT = Path(__file__).resolve().parent.parent
 MODEL = (ROOT / "models" / "systems" / "perlmutter.toml").as_posix()
 
 
-def write_scenario(tmp_path: Path, body: str, oss_count: int = 1) -> Path:
-    """Write ``tmp_path/s.toml``: Perlmutter with ``oss_count`` OSSes, then ``body`` (TOML)."""
+def write_scenario(tmp_path: Path, body: str, oss_count: int | None = 1) -> Path:
+    """Write ``tmp_path/s.toml``: Perlmutter with ``oss_count`` OSSes, then ``body`` (TOML).
+
+    ``oss_count=None``: the model's own OSS count (no ``[system_set]``).
+    """
     path = tmp_path / "s.toml"
-    path.write_text(
-        f'name = "t"\nsystem = "{MODEL}"\nseed = 1\nfidelity = "flow"\n\n'
-        f'[system_set]\n"oss.count" = {oss_count}\n\n{body}'
-    )
+    sets = "" if oss_count is None else f'[system_set]\n"oss.count" = {oss_count}\n\n'
+    path.write_text(f'name = "t"\nsystem = "{MODEL}"\nseed = 1\nfidelity = "flow"\n\n{sets}{body}')
     return path

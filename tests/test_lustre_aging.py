@@ -17,6 +17,7 @@ from flashsim.config import ConfigError
 from flashsim.scenario import LoadedScenario, load_scenario, run_loaded
 from flashsim.systems.lustre_aging import OstAgingDetails
 from flashsim.systems.lustre_production import ProductionAgingDetails
+from tests.lustre_scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 AGING = ROOT / "scenarios" / "perlmutter" / "aging.toml"
@@ -220,10 +221,7 @@ def test_recovery_is_measured_after_the_trim_not_assumed() -> None:
 
 
 def _scenario(tmp_path: Path, phases: str) -> Path:
-    path = tmp_path / "s.toml"
-    model = (ROOT / "models" / "systems" / "perlmutter.toml").as_posix()
-    path.write_text(f'name = "t"\nsystem = "{model}"\nseed = 1\nfidelity = "flow"\n\n{phases}')
-    return path
+    return write_scenario(tmp_path, phases, oss_count=None)
 
 
 def test_the_fig8_trim_runs_on_the_clock_as_the_osts_own_load(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ from flashsim.measure.results import PhaseResult
 from flashsim.scenario import load_scenario, run_loaded
 from flashsim.systems.lustre_degraded import DegradedSurveyDetails
 from flashsim.systems.lustre_rebuild import RebuildDetails
+from tests.lustre_scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 PM1733 = ROOT / "models/drives/samsung-pm1733-15.36TB.toml"
@@ -173,11 +174,7 @@ def test_mirror_reads_go_to_the_partner() -> None:
 # ...................................................... policy and phases
 def _phase(body: str, overrides: dict[str, str] | None = None, tmp: Path | None = None) -> Any:
     assert tmp is not None
-    path = tmp / "s.toml"
-    path.write_text(
-        f'name = "t"\nsystem = "{MODEL.as_posix()}"\nseed = 1\nfidelity = "flow"\n\n'
-        f"[[phases]]\n{body}"
-    )
+    path = write_scenario(tmp, f"[[phases]]\n{body}", oss_count=None)
     return run_loaded(load_scenario(path, overrides or {})).phases[0]
 
 
@@ -342,11 +339,7 @@ def test_degraded_survey_slows_only_the_rebuilding_osts(tmp_path: Path) -> None:
 
 # ............................................ the studies drive the target's life
 def _write(tmp: Path, body: str) -> Path:
-    path = tmp / "s.toml"
-    path.write_text(
-        f'name = "t"\nsystem = "{MODEL.as_posix()}"\nseed = 1\nfidelity = "flow"\n\n{body}'
-    )
-    return path
+    return write_scenario(tmp, body, oss_count=None)
 
 
 def _run(body: str, tmp: Path) -> Any:

@@ -462,11 +462,7 @@ class ScmQlcTier:
         out = qlc_w.copy()
         lost = float(out[failed].sum())
         out[failed] = 0.0
-        survivors = out.copy()
-        survivors[sorted(self._qlc_down())] = 0.0
-        if not survivors.sum() > 0:  # nothing else of it stored: the stripe's drives in service
-            survivors = np.zeros(len(self.qlc))
-            survivors[self._qlc_in] = 1.0
+        survivors = self._survivors(out)
         survivors /= survivors.sum()
         unrebuilt = 1.0 - state.rebuilt_fraction
         _, replace = state.stage_loss("read", self.full_stripe(size_B))
@@ -503,17 +499,24 @@ class ScmQlcTier:
             return [min(pick, len(self.qlc) - 1)], 0.0
         count = len(state.replacement(drive, "read", self.full_stripe(size_B)))
         decode_s = state.geometry.data * size_B / state.decode_Bps
+        p = self._survivors(weights)
+        live = np.flatnonzero(p > 0)
+        # fewer drives hold the stripe than it needs: some are read twice
+        picks = rng.choice(live, size=count, replace=live.size < count, p=p[live] / p[live].sum())
+        return [int(i) for i in picks], decode_s
+
+    def _survivors(self, weights: FloatArray) -> FloatArray:
+        """``weights`` (a copy) on the QLC drives in service only, unnormalised.
+
+        When nothing of it is stored on a drive in service, the stripe's drives
+        in service, equally (1 each).
+        """
         p = np.asarray(weights, dtype=np.float64).copy()
         p[sorted(self._qlc_down())] = 0.0
         if not p.sum() > 0:
             p = np.zeros(len(self.qlc))
             p[self._qlc_in] = 1.0
-        live = np.flatnonzero(p > 0)
-        if live.size >= count:
-            picks = rng.choice(live, size=count, replace=False, p=p[live] / p[live].sum())
-        else:  # fewer drives hold the stripe than it needs: some are read twice
-            picks = rng.choice(live, size=count, replace=True, p=p[live] / p[live].sum())
-        return [int(i) for i in picks], decode_s
+        return p
 
     def put_back(self, medium: Literal["scm", "qlc"], drive: int) -> None:
         """A fresh, empty drive replaces ``drive`` of ``medium``: new bytes may use it again.
@@ -786,12 +789,22 @@ class ScmQlcTier:
         failed drive's strips reconstructed (:meth:`degraded_reads` with
         reads of ``size_B`` logical bytes).
         """
+        reads, _ = self.degraded_reads(qlc_w, size_B)
+        return self.drives_reading(f_scm, qlc_w, f_qlc, reads)
+
+    def drives_reading(
+        self, f_scm: float, qlc_w: FloatArray, f_qlc: float, reads: FloatArray
+    ) -> list[tuple[Resource, float]]:
+        """:meth:`drive_path` given the QLC drive reads :meth:`degraded_reads` gave for ``qlc_w``.
+
+        For a caller that needs those reads (or the decode time) too: one
+        :meth:`degraded_reads` serves both.
+        """
         path: list[tuple[Resource, float]] = []
         if f_scm > 0:
             live = self._scm_live()
             weight = f_scm / len(live) / self.spec.scm_read_efficiency
             path += [(r, weight) for r in live]
-        reads, _ = self.degraded_reads(qlc_w, size_B)
         path += [(r, float(w)) for r, w in zip(self.qlc, reads, strict=True) if w > 0]
         if self.qlc_ops and f_qlc > 0:
             c = float(qlc_w.sum()) / f_qlc  # physical bytes per logical byte on QLC

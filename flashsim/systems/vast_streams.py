@@ -98,9 +98,8 @@ class VastStreams(VastRequests):
         f_scm = where[0]
         synchronous = random or direct_io
         rpc = float(cm.rpc_size_B(t, "read") if synchronous else cm.mount.rsize)
-        path = self._read_path(node, where, rpc)
         # A degraded read's lost strips are decoded on the CNode: its round trip grows.
-        _, decode = self.tier.degraded_reads(where[1], rpc)
+        path, decode = self._read_path(node, where, rpc)
         if synchronous:
             key = ("direct-read", float(t), round(f_scm, 9), sharers, net_s, decode)
             if key not in cache:

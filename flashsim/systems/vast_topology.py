@@ -224,16 +224,18 @@ class VastTopology(BuiltSystem):
 
     def _read_path(
         self, client: int, where: ReadWeights, size_B: float = 0.0
-    ) -> list[tuple[Resource, float]]:
+    ) -> tuple[list[tuple[Resource, float]], float]:
         """What a byte read by ``client`` in RPCs of ``size_B`` crosses, its data as ``where`` says.
 
         A degraded read's survivor strips cross the DNode ports and the NVMe
         fabric to the CNode that decodes them
         (:meth:`ScmQlcTier.degraded_reads <flashsim.components.tier.ScmQlcTier.degraded_reads>`).
+        Returns the path and the expected CNode decode time (s) of one read
+        (0 on a healthy pool).
         """
-        drives = self.tier.drive_path(*where, size_B=size_B)
-        f_scm, qlc_w, _ = where
-        reads, _ = self.tier.degraded_reads(qlc_w, size_B)
+        f_scm, qlc_w, f_qlc = where
+        reads, decode_s = self.tier.degraded_reads(qlc_w, size_B)
+        drives = self.tier.drives_reading(f_scm, qlc_w, f_qlc, reads)
         per_dnode = np.zeros(len(self.dnode_tx))
         per_dnode += f_scm * self.scm_share
         np.add.at(per_dnode, self.qlc_dnode_idx, reads)
@@ -247,7 +249,7 @@ class VastTopology(BuiltSystem):
         path += split_evenly([self.cnode_tx[i] for i in cnodes], 1.0)
         path += self.net.front_path(client, cnodes, to_cnodes=False)
         path.append((self.client_rx[client], 1.0))
-        return path
+        return path, decode_s
 
     def _write_server_path(self, client: int) -> list[tuple[Resource, float]]:
         copies = float(self.model.tier.scm_copies)
