@@ -1031,7 +1031,7 @@ class ClassLayer(FlowState):
                     refreshed.add(k)
                     continue
                 movers = con_movers[k]
-                if len(movers) == 1 and not con_segs[k] and con_class[k] < 0:
+                if len(movers) == 1 and not con_segs[k]:
                     (cid,) = movers
                     if cid in check and k in classes[cid].near:
                         continue  # still one mover's: _verify checks it directly
@@ -1218,7 +1218,7 @@ class ClassLayer(FlowState):
                 elif limit < np.inf:
                     c.near.discard(k)
                     thr = c.thr
-                    heapq.heappush(thr, (c.mu + (limit - load) / 1 / w, k, ver))
+                    heapq.heappush(thr, (c.mu + (limit - load) / w, k, ver))
                     if len(thr) > 4 * len(c.w) + 64:
                         self._drop_stale_thresholds(c)
             return True
