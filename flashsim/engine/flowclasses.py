@@ -206,16 +206,6 @@ class FlowClass:
             heapq.heappop(tags)
         return None
 
-    def min_cap(self, gens: list[int]) -> float:
-        """The smallest level cap among live members (``inf`` if none)."""
-        caps = self.caps
-        while caps:
-            cap, gen, slot = caps[0]
-            if gens[slot] == gen:
-                return cap
-            heapq.heappop(caps)
-        return float("inf")
-
     def min_threshold(self, con_ver: list[int]) -> tuple[float, int]:
         """The lowest live threshold level and its constraint (``(inf, 0)`` if none)."""
         if self.thr_lazy is not None:
@@ -1285,7 +1275,7 @@ class ClassLayer(FlowState):
         classes = self._classes
         high = mu * (1.0 + LEVEL_RTOL)
         if c.con:
-            caps = c.caps  # c.min_cap(self._gen), inline
+            caps = c.caps  # the least live member cap (stale entries popped) is not below mu
             gens = self._gen
             while caps:
                 cap, gen, slot = caps[0]
