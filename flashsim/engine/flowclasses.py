@@ -503,13 +503,13 @@ class ClassLayer(FlowState):
         cons, coefs, prio, level_cap, _size, segs = spec
         ncls = self._con_ncls
         nsegs = self._con_nsegs
-        cap = self._con_cap
+        cap = self._cap_f
         best = np.inf
         own_ratio: list[float] = []
         for k, a in zip(cons, coefs, strict=True):
             if ncls[k] or nsegs[k]:
                 return None
-            r = float(cap[k]) / (a * prio)
+            r = cap[k] / (a * prio)
             own_ratio.append(r)
             best = min(best, r)
         seg_level: list[tuple[float, int]] = []
@@ -553,8 +553,8 @@ class ClassLayer(FlowState):
         if not math.isfinite(level_cap):
             return False
         limit = level_cap / (1.0 - LEVEL_RTOL)
-        cap = self._con_cap
-        if any(float(cap[k]) / (a * prio) < limit for k, a in zip(cons, coefs, strict=True)):
+        cap = self._cap_f
+        if any(cap[k] / (a * prio) < limit for k, a in zip(cons, coefs, strict=True)):
             return False
         return all(self._segment_alone(g)[0] / (u * prio) >= limit for g, u in segs)
 
