@@ -3,10 +3,12 @@ network that repairs every new bottleneck (the reference the class paths are che
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from flashsim.engine.flowclasses import FlowSpec
-from flashsim.engine.flows import FlowNetwork
+from flashsim.engine.flows import Flow, FlowNetwork, Resource, Segment
 from flashsim.engine.maxmin import solve_maxmin
 
 
@@ -42,3 +44,41 @@ class RepairOnly(FlowNetwork):
 
     def _new_bottlenecks(self, slots: list[int]) -> list[tuple[int, int, float]] | None:
         return None
+
+
+def run_script(
+    net: FlowNetwork, script: dict[str, Any]
+) -> tuple[list[float], dict[Any, float], bool]:
+    """Run a generated script on ``net``: each flow's end (s), the bytes booked per limit
+    (:meth:`FlowNetwork.limit_bytes`), and whether every re-solve matched a full solve.
+
+    ``script``: ``caps`` (resource capacities, B/s), ``segs`` (per segment, its
+    ``(resource index, weight)`` entries) and ``flows`` (``(gap s, size B, own
+    (resource index, weight) entries, segment indices, rate cap B/s or None, priority)``).
+    """
+    env = net.env
+    res: list[Resource] = [
+        net.add_resource(f"r{i}", capacity_Bps=c) for i, c in enumerate(script["caps"])
+    ]
+    segs: list[Segment] = [
+        net.add_segment(f"g{j}", [(res[r], w) for r, w in entries])
+        for j, entries in enumerate(script["segs"])
+    ]
+    flows: list[Flow] = []
+    exact = [True]
+
+    def check() -> None:
+        exact[0] = exact[0] and matches_full_solve(net)
+
+    def starter() -> Any:
+        for gap, size, own, uses, cap, prio in script["flows"]:
+            if gap:
+                yield env.timeout(gap)
+            path: list[tuple[Resource | Segment, float]] = [(res[r], w) for r, w in own]
+            path += [(segs[j], 1.0) for j in uses]
+            flows.append(net.start_flow(size, path, rate_cap_Bps=cap, priority=prio))
+
+    net.add_rate_listener(check)
+    env.process(starter())
+    env.run()
+    return [f.end_s for f in flows], net.limit_bytes(), exact[0]

@@ -16,11 +16,11 @@ from typing import Any, cast
 import numpy as np
 import pytest
 import simpy
-from flow_helpers import RepairOnly, matches_full_solve
+from flow_helpers import RepairOnly, matches_full_solve, run_script
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flashsim.engine.flows import Flow, FlowNetwork, Resource, Segment
+from flashsim.engine.flows import FlowNetwork
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model
 from flashsim.workloads.replay import JobEngine, JobTarget, PlacedJob
@@ -98,8 +98,8 @@ def test_a_lone_flow_saturating_several_constraints_is_booked_as_the_repair_book
     the one the flow-level solution's bottleneck choice names."""
     flows = [(0.0, 1.0, script["own"], script["uses"], None, 1.0)]
     full = {"caps": script["caps"], "segs": script["segs"], "flows": flows}
-    ends, ledger, exact = _run(FlowNetwork(simpy.Environment()), full)
-    ref_ends, ref_ledger, _ = _run(RepairOnly(simpy.Environment()), full)
+    ends, ledger, exact = run_script(FlowNetwork(simpy.Environment()), full)
+    ref_ends, ref_ledger, _ = run_script(RepairOnly(simpy.Environment()), full)
     assert exact
     assert ends == pytest.approx(ref_ends, rel=1e-12)
     assert ledger == pytest.approx(ref_ledger, rel=1e-12)
@@ -145,35 +145,6 @@ def lone_scripts(draw: st.DrawFn) -> dict[str, Any]:
     return {"caps": caps, "segs": segs, "flows": flows}
 
 
-def _run(net: FlowNetwork, script: dict[str, Any]) -> tuple[list[float], dict[Any, float], bool]:
-    env = net.env
-    res: list[Resource] = [
-        net.add_resource(f"r{i}", capacity_Bps=c) for i, c in enumerate(script["caps"])
-    ]
-    segs: list[Segment] = [
-        net.add_segment(f"g{j}", [(res[r], w) for r, w in entries])
-        for j, entries in enumerate(script["segs"])
-    ]
-    flows: list[Flow] = []
-    exact = [True]
-
-    def check() -> None:
-        exact[0] = exact[0] and matches_full_solve(net)
-
-    def starter() -> Any:
-        for gap, size, own, uses, cap, prio in script["flows"]:
-            if gap:
-                yield env.timeout(gap)
-            path: list[tuple[Resource | Segment, float]] = [(res[r], w) for r, w in own]
-            path += [(segs[j], 1.0) for j in uses]
-            flows.append(net.start_flow(size, path, rate_cap_Bps=cap, priority=prio))
-
-    net.add_rate_listener(check)
-    env.process(starter())
-    env.run()
-    return [f.end_s for f in flows], net.limit_bytes(), exact[0]
-
-
 @settings(max_examples=150, deadline=None)
 @given(lone_scripts())
 def test_lone_flow_classes_give_the_repair_paths_rates_times_and_ledger(
@@ -184,8 +155,8 @@ def test_lone_flow_classes_give_the_repair_paths_rates_times_and_ledger(
     start one at a time.  (Flows starting together are repaired together on the repair
     path; a flow saturating two constraints at its level may then be booked under
     either: both bind it.  The total is the same.)"""
-    ends, ledger, exact = _run(FlowNetwork(simpy.Environment()), script)
-    ref_ends, ref_ledger, _ = _run(RepairOnly(simpy.Environment()), script)
+    ends, ledger, exact = run_script(FlowNetwork(simpy.Environment()), script)
+    ref_ends, ref_ledger, _ = run_script(RepairOnly(simpy.Environment()), script)
     assert exact
     np.testing.assert_allclose(ends, ref_ends, rtol=1e-9)
     assert sum(ledger.values()) == pytest.approx(sum(ref_ledger.values()), rel=1e-9, abs=1e-9)

@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 import pytest
 import simpy
-from flow_helpers import RepairOnly, matches_full_solve
+from flow_helpers import RepairOnly, matches_full_solve, run_script
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from flashsim.engine.flows import Flow, FlowNetwork, Resource, Segment
+from flashsim.engine.flows import Flow, FlowNetwork
 from flashsim.scenario import run_loaded, scenario_from_data
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -134,35 +134,6 @@ def batch_scripts(draw: st.DrawFn) -> dict[str, Any]:
     return {"caps": caps, "segs": segs, "flows": flows}
 
 
-def _run(net: FlowNetwork, script: dict[str, Any]) -> tuple[list[float], float, bool]:
-    env = net.env
-    res: list[Resource] = [
-        net.add_resource(f"r{i}", capacity_Bps=c) for i, c in enumerate(script["caps"])
-    ]
-    segs: list[Segment] = [
-        net.add_segment(f"g{j}", [(res[r], w) for r, w in entries])
-        for j, entries in enumerate(script["segs"])
-    ]
-    flows: list[Flow] = []
-    exact = [True]
-
-    def check() -> None:
-        exact[0] = exact[0] and matches_full_solve(net)
-
-    def starter() -> Any:
-        for gap, size, own, uses, cap, prio in script["flows"]:
-            if gap:
-                yield env.timeout(gap)
-            path: list[tuple[Resource | Segment, float]] = [(res[r], w) for r, w in own]
-            path += [(segs[j], 1.0) for j in uses]
-            flows.append(net.start_flow(size, path, rate_cap_Bps=cap, priority=prio))
-
-    net.add_rate_listener(check)
-    env.process(starter())
-    env.run()
-    return [f.end_s for f in flows], sum(net.limit_bytes().values()), exact[0]
-
-
 @settings(max_examples=200, deadline=None)
 @given(batch_scripts())
 def test_new_bottleneck_classes_give_the_repair_paths_rates_and_times(
@@ -170,8 +141,9 @@ def test_new_bottleneck_classes_give_the_repair_paths_rates_and_times(
 ) -> None:
     """After every re-solve the rates equal a full max-min solve; completion times and
     the bytes booked under the limits equal those of the repair path."""
-    ends, booked, exact = _run(FlowNetwork(simpy.Environment()), script)
-    ref_ends, ref_booked, _ = _run(RepairOnly(simpy.Environment()), script)
+    ends, ledger, exact = run_script(FlowNetwork(simpy.Environment()), script)
+    ref_ends, ref_ledger, _ = run_script(RepairOnly(simpy.Environment()), script)
+    booked, ref_booked = sum(ledger.values()), sum(ref_ledger.values())
     assert exact
     np.testing.assert_allclose(ends, ref_ends, rtol=1e-9)
     assert booked == pytest.approx(ref_booked, rel=1e-9, abs=1e-9)

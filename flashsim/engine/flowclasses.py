@@ -206,16 +206,6 @@ class FlowClass:
             heapq.heappop(tags)
         return None
 
-    def min_cap(self, gens: list[int]) -> float:
-        """The smallest level cap among live members (``inf`` if none)."""
-        caps = self.caps
-        while caps:
-            cap, gen, slot = caps[0]
-            if gens[slot] == gen:
-                return cap
-            heapq.heappop(caps)
-        return float("inf")
-
     def min_threshold(self, con_ver: list[int]) -> tuple[float, int]:
         """The lowest live threshold level and its constraint (``(inf, 0)`` if none)."""
         if self.thr_lazy is not None:
@@ -513,13 +503,13 @@ class ClassLayer(FlowState):
         cons, coefs, prio, level_cap, _size, segs = spec
         ncls = self._con_ncls
         nsegs = self._con_nsegs
-        cap = self._con_cap
+        cap = self._cap_f
         best = np.inf
         own_ratio: list[float] = []
         for k, a in zip(cons, coefs, strict=True):
             if ncls[k] or nsegs[k]:
                 return None
-            r = float(cap[k]) / (a * prio)
+            r = cap[k] / (a * prio)
             own_ratio.append(r)
             best = min(best, r)
         seg_level: list[tuple[float, int]] = []
@@ -563,8 +553,8 @@ class ClassLayer(FlowState):
         if not math.isfinite(level_cap):
             return False
         limit = level_cap / (1.0 - LEVEL_RTOL)
-        cap = self._con_cap
-        if any(float(cap[k]) / (a * prio) < limit for k, a in zip(cons, coefs, strict=True)):
+        cap = self._cap_f
+        if any(cap[k] / (a * prio) < limit for k, a in zip(cons, coefs, strict=True)):
             return False
         return all(self._segment_alone(g)[0] / (u * prio) >= limit for g, u in segs)
 
@@ -1031,7 +1021,7 @@ class ClassLayer(FlowState):
                     refreshed.add(k)
                     continue
                 movers = con_movers[k]
-                if len(movers) == 1 and not con_segs[k] and con_class[k] < 0:
+                if len(movers) == 1 and not con_segs[k]:
                     (cid,) = movers
                     if cid in check and k in classes[cid].near:
                         continue  # still one mover's: _verify checks it directly
@@ -1218,7 +1208,7 @@ class ClassLayer(FlowState):
                 elif limit < np.inf:
                     c.near.discard(k)
                     thr = c.thr
-                    heapq.heappush(thr, (c.mu + (limit - load) / 1 / w, k, ver))
+                    heapq.heappush(thr, (c.mu + (limit - load) / w, k, ver))
                     if len(thr) > 4 * len(c.w) + 64:
                         self._drop_stale_thresholds(c)
             return True
@@ -1285,7 +1275,7 @@ class ClassLayer(FlowState):
         classes = self._classes
         high = mu * (1.0 + LEVEL_RTOL)
         if c.con:
-            caps = c.caps  # c.min_cap(self._gen), inline
+            caps = c.caps  # the least live member cap (stale entries popped) is not below mu
             gens = self._gen
             while caps:
                 cap, gen, slot = caps[0]

@@ -187,8 +187,7 @@ class FlowNetwork(ClassLayer):
         self._pending_new: dict[int, None] = {}
         self._pending_full = False
         self._solve_scheduled = False
-        self._timer_token = 0
-        # The last completion timer set (its token is _timer_token); earlier ones are stale.
+        # The last completion timer set; earlier ones are stale.
         self._timer_event: simpy.Event | None = None
         self._rate_listeners: list[Callable[[], None]] = []
         # Per resource (creation order): its bandwidth and ops constraints (0 if none).
@@ -696,7 +695,6 @@ class FlowNetwork(ClassLayer):
         return None
 
     def _reschedule_completion(self) -> None:
-        self._timer_token += 1
         self._timer_event = None
         nxt = self._next_event()
         if nxt is None:
@@ -708,7 +706,7 @@ class FlowNetwork(ClassLayer):
     def _on_timer_event(self, event: simpy.Event) -> None:
         """A completion timer fired (stale unless it is the last one set)."""
         if event is self._timer_event:
-            self._on_completion_timer(self._timer_token)
+            self._on_completion_timer()
 
     def _due(self, c: FlowClass, now: float) -> list[int]:
         """Pop the members of ``c`` that complete at ``now`` (within rounding)."""
@@ -729,9 +727,7 @@ class FlowNetwork(ClassLayer):
             heapq.heappop(c.tags)
             due.append(slot)
 
-    def _on_completion_timer(self, token: int) -> None:
-        if token != self._timer_token:
-            return
+    def _on_completion_timer(self) -> None:
         now = self.env.now
         finished: list[int] = []
         while True:

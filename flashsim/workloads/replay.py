@@ -654,12 +654,13 @@ class JobEngine:
                     # worth has reached the servers (IOR's write-behind); the rest drains
                     behind = min(size, budget)
                     if size > behind:
-                        head = self._start(times, rank, k, t0, access, stream, size - behind, False)
+                        head = self._start(times, rank, k, t0, access, stream, size - behind)
                         yield head.done
                         # its bytes have crossed the servers now (as _mark_server_end)
                         times.server_end_s[k] = env.now - t0
                     if behind > 0:
-                        tail = self._start(times, rank, k, t0, access, stream, behind, True)
+                        tail = self._start(times, rank, k, t0, access, stream, behind)
+                        tail.done.callbacks.append(partial(_mark_server_end, times, k, t0))
                         dirty.append((tail, behind))
                         dirty_B += behind
             times.end_s[k] = env.now - t0
@@ -688,13 +689,8 @@ class JobEngine:
         access: Access,
         stream: RankStream,
         size_B: float,
-        mark: bool,
     ) -> Flow:
-        """Start ``size_B`` bytes of transfer ``k`` as a flow on ``stream``'s path.
-
-        ``mark``: record when its bytes have crossed the servers (``server_end_s``) from
-        its completion; a caller that waits for the flow records it itself.
-        """
+        """Start ``size_B`` bytes of transfer ``k`` as a flow on ``stream``'s path."""
         sim = self.system.sim
         flow = sim.flows.start_flow(
             size_B,
@@ -705,8 +701,6 @@ class JobEngine:
             name=f"{times.job.name}.r{rank}.{k}",
         )
         self.system.job_flow_started(access, flow)
-        if mark:
-            flow.done.callbacks.append(partial(_mark_server_end, times, k, t0))
         return flow
 
     @staticmethod
