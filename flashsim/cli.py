@@ -379,6 +379,22 @@ def validate_cmd(as_json: bool, only: str, directory: Path, junit_path: Path | N
         sys.exit(1)
 
 
+# The inputs check and calibrate share: benchmark outputs, the tool that reads them, the seed.
+_measurements_argument = click.argument(
+    "measurements", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+_tool_option = click.option(
+    "--tool",
+    default=None,
+    metavar="TOOL",
+    help="Read every file as this tool's output (fio, ior, io500, obdfilter-survey, "
+    "lnet-selftest, darshan) instead of recognising it.",
+)
+_seed_option = click.option(
+    "--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Seed of every run."
+)
+
+
 def _tolerance(text: str | None) -> float | None:
     """``--tolerance`` as a fraction: ``0.05`` or ``5%``."""
     if text is None:
@@ -399,9 +415,7 @@ def _tolerance(text: str | None) -> float | None:
 
 
 @main.command(name="check")
-@click.argument(
-    "measurements", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
-)
+@_measurements_argument
 @click.option(
     "--system",
     "system",
@@ -409,13 +423,7 @@ def _tolerance(text: str | None) -> float | None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Model file of the measured system.",
 )
-@click.option(
-    "--tool",
-    default=None,
-    metavar="TOOL",
-    help="Read every file as this tool's output (fio, ior, io500, obdfilter-survey, "
-    "lnet-selftest, darshan) instead of recognising it.",
-)
+@_tool_option
 @click.option(
     "--tolerance",
     "tolerance_text",
@@ -432,9 +440,7 @@ def _tolerance(text: str | None) -> float | None:
     help="Override a model value, spelled as for run: --set system.oss.rpc_cost='25 us' (the "
     "'system.' prefix may be left out here: check changes only the model).",
 )
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Seed of every run."
-)
+@_seed_option
 @click.option(
     "--strict", is_flag=True, help="Fail (exit 1) when a measurement cannot be reproduced too."
 )
@@ -519,9 +525,7 @@ def _fitted_table(calibration: Any) -> str:
 
 
 @main.command(name="calibrate")
-@click.argument(
-    "measurements", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
-)
+@_measurements_argument
 @click.option(
     "--system",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -556,15 +560,8 @@ def _fitted_table(calibration: Any) -> str:
     help="Relative tolerance of every measurement in the report (0.05 or 5%; default: "
     "the sidecar's, else 10%).",
 )
-@click.option(
-    "--tool",
-    default=None,
-    metavar="TOOL",
-    help="Read every file as this tool's output instead of recognising it (as for check).",
-)
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Seed of every run."
-)
+@_tool_option
+@_seed_option
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fit and outcomes as JSON.")
 @_clean_errors
