@@ -505,13 +505,14 @@ def check_cmd(
 def _fitted_table(calibration: Any) -> str:
     """The fitted parameters as a Markdown table (old, new, bounds, fitted to)."""
     from flashsim.measurements.calibrate import fitted_to_text
+    from flashsim.measurements.model_file import DIMENSIONS
     from flashsim.units import format_quantity
 
     def shown(value: float, unit: str) -> str:
-        dimension = {"s": "time", "B/s": "bandwidth"}.get(unit)
+        dimension = DIMENSIONS.get(unit)
         if value != value:  # NaN: no value in the model before
             return "-"
-        return format_quantity(value, dimension) if dimension else f"{value:.4g}"  # type: ignore[arg-type]
+        return format_quantity(value, dimension) if dimension else f"{value:.4g}"
 
     lines = ["| parameter | old | new | bounds | fitted to |", "|---|---:|---:|---|---|"]
     for p in calibration.parameters:
