@@ -289,8 +289,7 @@ def replay(
 
     if not log.is_file():
         raise ConfigError(str(log), "", MISSING, "no such Darshan log file")
-    if not system.is_file():
-        raise ConfigError(str(system), "", MISSING, "no such model file (--system)")
+    _require_model_file(system)
     data: dict[str, Any] = {
         "name": f"replay {log.name}",
         "system": str(system.resolve()),
@@ -306,6 +305,12 @@ def replay(
         click.echo(_dumps(result.to_dict()))
     else:
         click.echo(format_run_text(result, process_wall_s=process_wall_s()))
+
+
+def _require_model_file(system: Path) -> None:
+    """``--system`` names an existing file (a bad input, exit 2, before any work)."""
+    if not system.is_file():
+        raise ConfigError(str(system), "", MISSING, "no such model file (--system)")
 
 
 def junit_option(suite: str) -> Callable[[F], F]:
@@ -475,8 +480,7 @@ def check_cmd(
     from flashsim.progress import Progress
 
     tolerance = _tolerance(tolerance_text)
-    if not system.is_file():
-        raise ConfigError(str(system), "", MISSING, "no such model file (--system)")
+    _require_model_file(system)
     read = read_measurements(measurements, tool)
     overrides = model_overrides(_overrides(sets))
     # measurements done and each one's run on stderr when it is a terminal (flashsim.progress)
@@ -601,8 +605,7 @@ def calibrate_cmd(
     if system is None:
         _drive_from_fio(found, out)
         return
-    if not system.is_file():
-        raise ConfigError(str(system), "", MISSING, "model file not found (--system)")
+    _require_model_file(system)
 
     from flashsim.measurements.calibrate import calibrate, fitted_comment, values_by_key
     from flashsim.measurements.model_file import write_model
