@@ -326,6 +326,12 @@ def junit_option(suite: str) -> Callable[[F], F]:
     )
 
 
+def _junit_directory(path: Path | None) -> None:
+    """``--junit FILE``'s directory exists: refused before the runs, not after them."""
+    if path is not None and not path.resolve().parent.is_dir():
+        raise ConfigError(str(path), "--junit", MISSING, "cannot write it (no such directory)")
+
+
 def _write_junit(path: Path | None, results: Sequence[Any], suite: str) -> None:
     """Write ``results`` as JUnit XML to ``path`` (an unwritable path is a bad input)."""
     if path is None:
@@ -359,6 +365,7 @@ def validate_cmd(as_json: bool, only: str, directory: Path, junit_path: Path | N
     from flashsim.progress import Progress
     from flashsim.validation import format_table, load_records, run_records
 
+    _junit_directory(junit_path)
     if not directory.is_dir():
         raise ConfigError(str(directory), "", MISSING, "validation directory not found")
     records = [(p, r) for p, r in load_records(directory) if only in r.id]
@@ -480,6 +487,7 @@ def check_cmd(
     from flashsim.progress import Progress
 
     tolerance = _tolerance(tolerance_text)
+    _junit_directory(junit_path)
     _require_model_file(system)
     read = read_measurements(measurements, tool)
     overrides = model_overrides(_overrides(sets))

@@ -188,6 +188,11 @@ def test_a_sidecar_tolerance_applies_unless_overridden(tmp_path: Path) -> None:
         ([f"ost 0 write {OST_WRITE_MBps}"], ("--tolerance", "lots"), ("--tolerance",)),
         ([f"ost 0 write {OST_WRITE_MBps}"], ("--tool", "nope"), ("--tool", "nope")),
         ([f"ost 0 write {OST_WRITE_MBps}"], ("--set", "system.nope.x=1"), ("nope",)),
+        (
+            [f"ost 0 write {OST_WRITE_MBps}"],
+            ("--junit", "/no-such-dir/c.xml"),
+            ("--junit", "no such directory"),
+        ),
     ],
 )
 def test_bad_input_is_one_error_line(
