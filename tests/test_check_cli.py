@@ -19,8 +19,8 @@ from junitparser import Failure, JUnitXml, Skipped
 from flashsim.cli import main
 from flashsim.measurements import readers
 from flashsim.measurements.record import Conditions, Measurement, error_at
+from tests.cli_helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PERLMUTTER = str(ROOT / "models" / "systems" / "perlmutter.toml")
 
 #: seed 000 §IV-A: median obdfilter-survey write 92.6 % of 12 x 3.2 GB/s x 8/10, in MB/s.

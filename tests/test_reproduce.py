@@ -7,7 +7,6 @@ hundred MiB in flow fidelity): the work is bounded by the plans, not by a clock.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +23,8 @@ from flashsim.measurements.reproduce import (
     evaluate,
     plan,
 )
+from tests.cli_helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PERLMUTTER = ROOT / "models" / "systems" / "perlmutter.toml"
 MiB = 2.0**20
 
