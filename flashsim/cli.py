@@ -289,8 +289,7 @@ def replay(
 
     if not log.is_file():
         raise ConfigError(str(log), "", MISSING, "no such Darshan log file")
-    if not system.is_file():
-        raise ConfigError(str(system), "", MISSING, "no such model file (--system)")
+    _require_model_file(system)
     data: dict[str, Any] = {
         "name": f"replay {log.name}",
         "system": str(system.resolve()),
@@ -308,6 +307,12 @@ def replay(
         click.echo(format_run_text(result, process_wall_s=process_wall_s()))
 
 
+def _require_model_file(system: Path) -> None:
+    """``--system`` names an existing file (a bad input, exit 2, before any work)."""
+    if not system.is_file():
+        raise ConfigError(str(system), "", MISSING, "no such model file (--system)")
+
+
 def junit_option(suite: str) -> Callable[[F], F]:
     """The ``--junit FILE`` option (JUnit XML of the verdicts, one test case each)."""
     return click.option(
@@ -319,6 +324,12 @@ def junit_option(suite: str) -> Callable[[F], F]:
         help=f"Also write the verdicts as JUnit XML to FILE (test suite {suite!r}; one test "
         "case per record, failed or skipped ones marked) for a CI system's test report.",
     )
+
+
+def _junit_directory(path: Path | None) -> None:
+    """``--junit FILE``'s directory exists: refused before the runs, not after them."""
+    if path is not None and not path.resolve().parent.is_dir():
+        raise ConfigError(str(path), "--junit", MISSING, "cannot write it (no such directory)")
 
 
 def _write_junit(path: Path | None, results: Sequence[Any], suite: str) -> None:
@@ -354,6 +365,7 @@ def validate_cmd(as_json: bool, only: str, directory: Path, junit_path: Path | N
     from flashsim.progress import Progress
     from flashsim.validation import format_table, load_records, run_records
 
+    _junit_directory(junit_path)
     if not directory.is_dir():
         raise ConfigError(str(directory), "", MISSING, "validation directory not found")
     records = [(p, r) for p, r in load_records(directory) if only in r.id]
@@ -379,6 +391,22 @@ def validate_cmd(as_json: bool, only: str, directory: Path, junit_path: Path | N
         sys.exit(1)
 
 
+# The inputs check and calibrate share: benchmark outputs, the tool that reads them, the seed.
+_measurements_argument = click.argument(
+    "measurements", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
+_tool_option = click.option(
+    "--tool",
+    default=None,
+    metavar="TOOL",
+    help="Read every file as this tool's output (fio, ior, io500, obdfilter-survey, "
+    "lnet-selftest, darshan) instead of recognising it.",
+)
+_seed_option = click.option(
+    "--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Seed of every run."
+)
+
+
 def _tolerance(text: str | None) -> float | None:
     """``--tolerance`` as a fraction: ``0.05`` or ``5%``."""
     if text is None:
@@ -399,9 +427,7 @@ def _tolerance(text: str | None) -> float | None:
 
 
 @main.command(name="check")
-@click.argument(
-    "measurements", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
-)
+@_measurements_argument
 @click.option(
     "--system",
     "system",
@@ -409,13 +435,7 @@ def _tolerance(text: str | None) -> float | None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Model file of the measured system.",
 )
-@click.option(
-    "--tool",
-    default=None,
-    metavar="TOOL",
-    help="Read every file as this tool's output (fio, ior, io500, obdfilter-survey, "
-    "lnet-selftest, darshan) instead of recognising it.",
-)
+@_tool_option
 @click.option(
     "--tolerance",
     "tolerance_text",
@@ -432,9 +452,7 @@ def _tolerance(text: str | None) -> float | None:
     help="Override a model value, spelled as for run: --set system.oss.rpc_cost='25 us' (the "
     "'system.' prefix may be left out here: check changes only the model).",
 )
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Seed of every run."
-)
+@_seed_option
 @click.option(
     "--strict", is_flag=True, help="Fail (exit 1) when a measurement cannot be reproduced too."
 )
@@ -469,8 +487,8 @@ def check_cmd(
     from flashsim.progress import Progress
 
     tolerance = _tolerance(tolerance_text)
-    if not system.is_file():
-        raise ConfigError(str(system), "", MISSING, "no such model file (--system)")
+    _junit_directory(junit_path)
+    _require_model_file(system)
     read = read_measurements(measurements, tool)
     overrides = model_overrides(_overrides(sets))
     # measurements done and each one's run on stderr when it is a terminal (flashsim.progress)
@@ -499,13 +517,14 @@ def check_cmd(
 def _fitted_table(calibration: Any) -> str:
     """The fitted parameters as a Markdown table (old, new, bounds, fitted to)."""
     from flashsim.measurements.calibrate import fitted_to_text
+    from flashsim.measurements.model_file import DIMENSIONS
     from flashsim.units import format_quantity
 
     def shown(value: float, unit: str) -> str:
-        dimension = {"s": "time", "B/s": "bandwidth"}.get(unit)
+        dimension = DIMENSIONS.get(unit)
         if value != value:  # NaN: no value in the model before
             return "-"
-        return format_quantity(value, dimension) if dimension else f"{value:.4g}"  # type: ignore[arg-type]
+        return format_quantity(value, dimension) if dimension else f"{value:.4g}"
 
     lines = ["| parameter | old | new | bounds | fitted to |", "|---|---:|---:|---|---|"]
     for p in calibration.parameters:
@@ -519,9 +538,7 @@ def _fitted_table(calibration: Any) -> str:
 
 
 @main.command(name="calibrate")
-@click.argument(
-    "measurements", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
-)
+@_measurements_argument
 @click.option(
     "--system",
     type=click.Path(dir_okay=False, path_type=Path),
@@ -556,15 +573,8 @@ def _fitted_table(calibration: Any) -> str:
     help="Relative tolerance of every measurement in the report (0.05 or 5%; default: "
     "the sidecar's, else 10%).",
 )
-@click.option(
-    "--tool",
-    default=None,
-    metavar="TOOL",
-    help="Read every file as this tool's output instead of recognising it (as for check).",
-)
-@click.option(
-    "--seed", type=click.IntRange(min=0), default=1, show_default=True, help="Seed of every run."
-)
+@_tool_option
+@_seed_option
 @click.option("--force", is_flag=True, help="Overwrite --out if it exists.")
 @click.option("--json", "as_json", is_flag=True, help="Print the fit and outcomes as JSON.")
 @_clean_errors
@@ -603,8 +613,7 @@ def calibrate_cmd(
     if system is None:
         _drive_from_fio(found, out)
         return
-    if not system.is_file():
-        raise ConfigError(str(system), "", MISSING, "model file not found (--system)")
+    _require_model_file(system)
 
     from flashsim.measurements.calibrate import calibrate, fitted_comment, values_by_key
     from flashsim.measurements.model_file import write_model

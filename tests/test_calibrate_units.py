@@ -14,6 +14,7 @@ from flashsim.components.drive import load_drive
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import ConfigError
 from flashsim.measurements.calibrate import calibrate
+from flashsim.measurements.drive_file import drive_model_from_fio
 from flashsim.measurements.model_file import value_text, write_model
 from flashsim.measurements.parameters import calibratable_parameters
 from flashsim.measurements.readers import read_measurements
@@ -251,11 +252,16 @@ def test_fio_output_alone_writes_a_drive_file(tmp_path: Path) -> None:
         "qd1-4k.json",
     ]
     out = tmp_path / "ci-drive.toml"
-    proc = run_flashsim("calibrate", *[str(fio / n) for n in names], "--out", str(out))
+    paths = [fio / n for n in names]
+    proc = run_flashsim("calibrate", *[str(p) for p in paths], "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert f"wrote {out}" in proc.stdout
     drive = load_drive(out)
     assert isinstance(drive, SsdSpec) and drive.read_bandwidth > 0
+    # the file the library writes from the same outputs, named after --out
+    assert out.read_text(encoding="utf-8") == drive_model_from_fio(
+        read_measurements(paths), out.stem
+    )
 
 
 def test_a_fit_held_at_its_bound_fails_its_calibration_row_and_exits_1(tmp_path: Path) -> None:

@@ -19,8 +19,8 @@ from junitparser import Failure, JUnitXml, Skipped
 from flashsim.cli import main
 from flashsim.measurements import readers
 from flashsim.measurements.record import Conditions, Measurement, error_at
+from tests.cli_helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PERLMUTTER = str(ROOT / "models" / "systems" / "perlmutter.toml")
 
 #: seed 000 §IV-A: median obdfilter-survey write 92.6 % of 12 x 3.2 GB/s x 8/10, in MB/s.
@@ -188,6 +188,11 @@ def test_a_sidecar_tolerance_applies_unless_overridden(tmp_path: Path) -> None:
         ([f"ost 0 write {OST_WRITE_MBps}"], ("--tolerance", "lots"), ("--tolerance",)),
         ([f"ost 0 write {OST_WRITE_MBps}"], ("--tool", "nope"), ("--tool", "nope")),
         ([f"ost 0 write {OST_WRITE_MBps}"], ("--set", "system.nope.x=1"), ("nope",)),
+        (
+            [f"ost 0 write {OST_WRITE_MBps}"],
+            ("--junit", "/no-such-dir/c.xml"),
+            ("--junit", "no such directory"),
+        ),
     ],
 )
 def test_bad_input_is_one_error_line(

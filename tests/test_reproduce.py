@@ -7,7 +7,6 @@ hundred MiB in flow fidelity): the work is bounded by the plans, not by a clock.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +23,8 @@ from flashsim.measurements.reproduce import (
     evaluate,
     plan,
 )
+from tests.cli_helpers import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 PERLMUTTER = ROOT / "models" / "systems" / "perlmutter.toml"
 MiB = 2.0**20
 
@@ -151,7 +150,8 @@ def test_missing_conditions_skip_naming_them() -> None:
     m = ior("read", nodes=None, block_size_B=None)
     p = plan(m)
     assert isinstance(p, Skip)
-    assert "nodes" in p.reason and "block_size_B" in p.reason and "sidecar" in p.reason
+    assert "nodes" in p.reason and "block_size" in p.reason and "sidecar" in p.reason
+    assert "block_size_B" not in p.reason  # the sidecar key, not the Conditions field
 
 
 def test_fio_measurements_skip_as_drive_level() -> None:

@@ -77,6 +77,7 @@ def test_validate_junit_to_an_unwritable_path_is_one_error_line(tmp_path: Path) 
     assert proc.returncode == 2
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: ") and str(bad) in lines[0]
+    assert "no such directory" in lines[0]  # refused before the runs, not after them
     assert "Traceback" not in proc.stderr
 
 

@@ -161,6 +161,8 @@ class _Evaluator:
         self.system = system
         self.params = list(params)
         self.start = np.asarray(start, dtype=float)
+        self.low = np.array([p.low for p in self.params])
+        self.high = np.array([p.high for p in self.params])
         self.tolerance = tolerance
         self.seed = seed
         self.on_run = on_run
@@ -169,9 +171,7 @@ class _Evaluator:
 
     def values(self, x: FloatArray) -> FloatArray:
         """Parameter values at ``x`` (clipped: ``exp(ln(high))`` may round above ``high``)."""
-        low = np.array([p.low for p in self.params])
-        high = np.array([p.high for p in self.params])
-        clipped: FloatArray = np.clip(self.start * np.exp(x), low, high)
+        clipped: FloatArray = np.clip(self.start * np.exp(x), self.low, self.high)
         return clipped
 
     def overrides(self, x: FloatArray) -> dict[str, object]:
@@ -400,7 +400,8 @@ def calibrate(
         for j in keep
     )
     calibration = [replace(o, role="calibration") for o in ev.outcomes(x_fit, targets)]
-    others = [i for i in range(len(every)) if i not in set(targets)]
+    fitted_rows = set(targets)
+    others = [i for i in range(len(every)) if i not in fitted_rows]
     prediction = [replace(o, role="prediction") for o in ev.outcomes(x_fit, others)]
     return Calibration(
         parameters=fitted,

@@ -18,10 +18,10 @@ import tomlkit
 from tomlkit.items import InlineTable, Item, String, Table
 
 from flashsim.errors import MISSING, ConfigError
-from flashsim.units import format_quantity, parse_quantity
+from flashsim.units import Dimension, format_quantity, parse_quantity
 
 #: Unit of a calibratable value -> its dimension for :func:`flashsim.units.parse_quantity`.
-DIMENSIONS = {"s": "time", "B/s": "bandwidth"}
+DIMENSIONS: dict[str, Dimension] = {"s": "time", "B/s": "bandwidth"}
 #: Significant digits of a written value (a rounding of at most 0.05 %).
 DIGITS = 4
 
@@ -37,9 +37,9 @@ def value_text(value: float, unit: str, old: object) -> str | float:
     dimension = DIMENSIONS[unit]
     if isinstance(old, str) and " " in old.strip():
         written = old.strip().split(" ", 1)[1].strip()
-        factor = parse_quantity(f"1 {written}", dimension)  # type: ignore[arg-type]
+        factor = parse_quantity(f"1 {written}", dimension)
         return f"{value / factor:.{DIGITS}g} {written}"
-    return format_quantity(value, dimension, DIGITS)  # type: ignore[arg-type]
+    return format_quantity(value, dimension, DIGITS)
 
 
 def _carry_trivia(old: Item | None, new: Item) -> Item:

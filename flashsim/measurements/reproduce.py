@@ -88,9 +88,16 @@ def as_seconds(value_s: float) -> str:
 
 
 def _need(m: Measurement, *names: str) -> Skip | None:
+    """A skip naming the unrecorded conditions as the sidecar spells them (``block_size``).
+
+    :class:`Conditions` fields carry their SI unit (``block_size_B``,
+    ``duration_s``); the sidecar keys do not
+    (:func:`flashsim.measurements.readers.apply_sidecar`).
+    """
     missing = [n for n in names if getattr(m.conditions, n) is None]
     if missing:
-        return Skip(f"the output does not record {', '.join(missing)} (add a sidecar file)")
+        keys = [n.removesuffix("_B").removesuffix("_s") for n in missing]
+        return Skip(f"the output does not record {', '.join(keys)} (add a sidecar file)")
     return None
 
 
