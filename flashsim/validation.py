@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -117,21 +117,16 @@ def record_measurement(rec: RecordSpec) -> Measurement:
 
 
 def _field_of(run: RunResult, phase_name: str, field: str, where: str) -> float:
-    for phase in run.phases:
-        if phase.name == phase_name:
-            record = phase.to_dict()
-            node: Any = record
-            for part in field.split("."):
-                if not isinstance(node, dict) or part not in node:
-                    raise ConfigError(
-                        where, "field", field, f"phase {phase_name!r} has no such field"
-                    )
-                node = node[part]
-            if node is None:
-                return math.nan
-            return float(node)
-    names = ", ".join(p.name for p in run.phases)
-    raise ConfigError(where, "phase", phase_name, f"expected one of: {names}")
+    try:
+        node = run.field(phase_name, field)
+    except KeyError as exc:
+        if exc.args[0] == "field":
+            raise ConfigError(
+                where, "field", field, f"phase {phase_name!r} has no such field"
+            ) from None
+        names = ", ".join(p.name for p in run.phases)
+        raise ConfigError(where, "phase", phase_name, f"expected one of: {names}") from None
+    return math.nan if node is None else float(node)
 
 
 def load_records(directory: str | Path) -> list[tuple[Path, RecordSpec]]:

@@ -329,6 +329,10 @@ class BandwidthSample:
         return {k: _jsonable(v) for k, v in asdict(self).items()}
 
 
+#: A field :meth:`RunResult.field` did not find.
+_ABSENT = object()
+
+
 @dataclass
 class RunResult:
     """All phases of one scenario run.
@@ -364,6 +368,32 @@ class RunResult:
             "timeline": [s.to_dict() for s in self.timeline],
             "bandwidth": [s.to_dict() for s in self.bandwidth],
         }
+
+    def field(self, phase: str, field: str) -> Any:
+        """A dotted field of phase ``phase``'s record (:meth:`PhaseResult.to_dict`).
+
+        A part after a list is an element's index (``extra.repetitions.1``) or
+        the ``name`` of a record in it (``extra.phases.ior-easy-write``).
+        Raises ``KeyError`` naming what is missing: no phase of that name
+        (``phase``), or no such field in it (``field``).
+        """
+        for p in self.phases:
+            if p.name == phase:
+                node: Any = p.to_dict()
+                for part in field.split("."):
+                    if isinstance(node, dict):
+                        node = node.get(part, _ABSENT)
+                    elif isinstance(node, list) and part.isdigit():  # an element by index
+                        node = node[int(part)] if int(part) < len(node) else _ABSENT
+                    elif isinstance(node, list):  # the record named ``part``
+                        named = (n for n in node if isinstance(n, dict) and n.get("name") == part)
+                        node = next(named, _ABSENT)
+                    else:
+                        node = _ABSENT
+                    if node is _ABSENT:
+                        raise KeyError("field")
+                return node
+        raise KeyError("phase")
 
     def timeline_dataframe(self) -> pd.DataFrame:
         """The system's state over time: one row per :class:`TimelineSample`.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from flashsim.measurements.record import Measurement, Role
@@ -112,23 +112,8 @@ def outcome_of(measurement: Measurement, simulated: float, tolerance: float) -> 
 
 
 def skipped(measurement: Measurement, reason: str, tolerance: float) -> Outcome:
-    """A measurement the model cannot reproduce, with the reason."""
-    return Outcome(
-        id=measurement.id,
-        source=measurement.source,
-        quantity=measurement.quantity,
-        unit=measurement.unit,
-        published=measurement.value,
-        simulated=math.nan,
-        rel_error=math.nan,
-        tolerance=tolerance,
-        role=measurement.role,
-        comparison=measurement.comparison,
-        passed=False,
-        note=measurement.note,
-        status="skip",
-        reason=reason,
-    )
+    """A measurement the model cannot reproduce, with the reason (no simulated value)."""
+    return replace(outcome_of(measurement, math.nan, tolerance), status="skip", reason=reason)
 
 
 _SYMBOL = {"within": "±", "at_least": "≥ −", "at_most": "≤ +"}

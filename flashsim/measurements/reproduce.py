@@ -23,6 +23,7 @@ from typing import Any
 
 from flashsim.config import ConfigError
 from flashsim.errors import MISSING
+from flashsim.measure.results import RunResult
 from flashsim.measurements.outcome import Outcome, outcome_of, skipped
 from flashsim.measurements.record import Measurement
 from flashsim.progress import current
@@ -500,26 +501,13 @@ def plan(m: Measurement, system: LoadedModel | None = None) -> Plan | Skip:
     return planner(m)
 
 
-def _value(result: Any, phase: str, field: str) -> float:
-    """A dotted field of a phase's result, NaN if absent.
-
-    A part after a list is an element's index (``extra.repetitions.1``) or the
-    ``name`` of a record in it (``extra.phases.ior-easy-write``).
-    """
-    for p in result.phases:
-        if p.name == phase:
-            node: Any = p.to_dict()
-            for part in field.split("."):
-                if isinstance(node, dict):
-                    node = node.get(part)
-                elif isinstance(node, list) and part.isdigit():  # a list element by index
-                    node = node[int(part)] if int(part) < len(node) else None
-                elif isinstance(node, list):  # a list of records: the one named ``part``
-                    node = next((n for n in node if n.get("name") == part), None)
-                else:
-                    node = None
-            return math.nan if node is None else float(node)
-    return math.nan
+def _value(result: RunResult, phase: str, field: str) -> float:
+    """A dotted field of a phase's result (:meth:`RunResult.field`), NaN if absent."""
+    try:
+        node = result.field(phase, field)
+    except KeyError:
+        return math.nan
+    return math.nan if node is None else float(node)
 
 
 def no_value_reason(field: str) -> str:
