@@ -99,12 +99,12 @@ def test_lint_imports_fails_on_a_planted_violation(tmp_path: Path) -> None:
     planted = "\n\ndef _planted() -> None:\n    {}\n"
     maxmin = tmp_path / "flashsim" / "engine" / "maxmin.py"
     maxmin.write_text(maxmin.read_text() + planted.format("from flashsim.systems import base"))
-    pipeline = tmp_path / "flashsim" / "systems" / "pipeline.py"
-    pipeline.write_text(pipeline.read_text() + planted.format("import flashsim.systems.vast"))
+    pipeline = tmp_path / "flashsim" / "systems" / "pipeline" / "kind.py"
+    pipeline.write_text(pipeline.read_text() + planted.format("import flashsim.systems.vast.kind"))
     run = _lint_imports(tmp_path)
     assert run.returncode != 0
     assert "flashsim.engine.maxmin -> flashsim.systems.base" in run.stdout, run.stdout
-    assert "flashsim.systems.pipeline -> flashsim.systems.vast" in run.stdout, run.stdout
+    assert "flashsim.systems.pipeline.kind -> flashsim.systems.vast.kind" in run.stdout, run.stdout
 
 
 def test_every_module_sits_in_a_layer() -> None:
@@ -121,7 +121,7 @@ def test_every_module_sits_in_a_layer() -> None:
 
 
 def test_system_kinds_import_no_other_kind() -> None:
-    """Per kind by file name, so new ``systems/<kind>_*.py`` files are covered unlisted."""
+    """Per kind by package, so new ``systems/<kind>/*.py`` files are covered unlisted."""
     from flashsim.systems import SYSTEM_KINDS
 
     graph = _graph()
@@ -131,7 +131,7 @@ def test_system_kinds_import_no_other_kind() -> None:
         if not module.startswith(prefix):
             return None
         name = module[len(prefix) :].split(".")[0]
-        return next((k for k in SYSTEM_KINDS if name == k or name.startswith(k + "_")), None)
+        return name if name in SYSTEM_KINDS else None
 
     bad: list[str] = []
     for module in sorted(m for m in graph.modules if m.startswith(prefix)):

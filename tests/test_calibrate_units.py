@@ -19,8 +19,8 @@ from flashsim.measurements.model_file import value_text, write_model
 from flashsim.measurements.parameters import calibratable_parameters
 from flashsim.measurements.readers import read_measurements
 from flashsim.scenario import load_system_model
-from flashsim.systems.lustre_model import LustreModel
-from flashsim.systems.vast_model import VastModel
+from flashsim.systems.lustre.model import LustreModel
+from flashsim.systems.vast.model import VastModel
 from tests.cli_helpers import ROOT, run_flashsim
 
 SEED = ROOT / "tests" / "data" / "measurements" / "seed000"

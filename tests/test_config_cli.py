@@ -425,8 +425,8 @@ def test_lnet_check_counts_the_sources_the_run_takes(root: Path) -> None:
     """The check (model alone) and the built system agree on each sink's candidate sources."""
     from flashsim.engine.simulation import Simulation
     from flashsim.scenario import load_system_model
-    from flashsim.systems.lustre import Lustre
-    from flashsim.systems.lustre_phases import (
+    from flashsim.systems.lustre.kind import Lustre
+    from flashsim.systems.lustre.phases import (
         LnetSelftestPhase,
         check_lnet_sources,
         lnet_candidates,

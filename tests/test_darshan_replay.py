@@ -14,7 +14,7 @@ from cli_helpers import run_flashsim
 
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model
-from flashsim.systems.lustre import Lustre
+from flashsim.systems.lustre.kind import Lustre
 from flashsim.workloads.darshan import DarshanPhase, ReplayDetails, run_darshan
 
 ROOT = Path(__file__).resolve().parents[1]

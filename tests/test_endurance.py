@@ -26,7 +26,7 @@ from flashsim.config import ConfigError
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_scenario, load_system_model, run_scenario
 from flashsim.systems.base import Fidelity
-from flashsim.systems.vast_endurance import (
+from flashsim.systems.vast.endurance import (
     VastEnduranceDetails,
     VastEndurancePhase,
     simulate_sample,
@@ -208,7 +208,7 @@ def test_vast_endurance_columns_show_an_unmeasured_or_infinite_value_as_a_dash()
     # printed "inf" through the study's own helper (issue 20 review)
     from types import SimpleNamespace
 
-    from flashsim.systems.vast_endurance import VastEnduranceDetails
+    from flashsim.systems.vast.endurance import VastEnduranceDetails
 
     nan, inf = float("nan"), float("inf")
     fake = SimpleNamespace(

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from flashsim.engine.flows import FlowNetwork, Resource
 from flashsim.scenario import load_scenario, run_loaded
-from flashsim.systems.lustre_rebuild import RebuildDetails
+from flashsim.systems.lustre.rebuild import RebuildDetails
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "models/systems/perlmutter.toml"

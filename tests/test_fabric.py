@@ -23,7 +23,7 @@ from flashsim.components.fabric_spec import (
 )
 from flashsim.components.placement import Placement, PlacementSpec
 from flashsim.engine.simulation import Simulation
-from flashsim.systems.vast import FabricSpec as VastFabricSpec
+from flashsim.systems.vast.kind import FabricSpec as VastFabricSpec
 
 GBps = 1e9
 #: seed 000 §II-A: 4 x 200 Gb/s between a compute group and an I/O group.

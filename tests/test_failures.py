@@ -14,7 +14,7 @@ from flashsim.components import failures as fl
 from flashsim.config import ConfigError
 from flashsim.engine.randomness import RandomStreams
 from flashsim.scenario import load_scenario, run_loaded
-from flashsim.systems.lustre_data_loss import DataLossDetails
+from flashsim.systems.lustre.data_loss import DataLossDetails
 
 MODEL = Path(__file__).resolve().parent.parent / "models/systems/perlmutter.toml"
 DAY = 86400.0

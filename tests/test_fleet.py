@@ -22,7 +22,7 @@ from flashsim.components.variability import (
 )
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
-from flashsim.systems.lustre_fleet import p_touch_slow, random_placements
+from flashsim.systems.lustre.fleet import p_touch_slow, random_placements
 
 MODEL = "models/systems/perlmutter.toml"
 ON = {"oss.variability.enabled": "true"}

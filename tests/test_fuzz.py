@@ -23,9 +23,9 @@ from flashsim.cli import main
 from flashsim.components.raid import RaidSpec
 from flashsim.config import ConfigError, StrictModel, _accepts_bool, _models_in, validate
 from flashsim.scenario import ScenarioFile
-from flashsim.systems.lustre import LnetSelftestPhase, ObdfilterPhase
-from flashsim.systems.lustre_model import LustreModel
-from flashsim.systems.pipeline import PipelineModel, StageModel, StreamsPhase
+from flashsim.systems.lustre.kind import LnetSelftestPhase, ObdfilterPhase
+from flashsim.systems.lustre.model import LustreModel
+from flashsim.systems.pipeline.kind import PipelineModel, StageModel, StreamsPhase
 from flashsim.workloads.ior import FileLayout, IorPhase
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -40,7 +40,7 @@ def test_the_hybrid_loads_on_perlmutters_dragonfly() -> None:
 
 def test_the_hybrid_places_clients_in_compute_and_cnodes_in_io_groups() -> None:
     from flashsim.engine.simulation import Simulation
-    from flashsim.systems.vast_network import VastNetwork
+    from flashsim.systems.vast.network import VastNetwork
 
     model = load_system_model(MODEL).model
     net = VastNetwork(model, Simulation(0))

@@ -15,8 +15,8 @@ from flashsim.measure.limits import LimitRecorder
 from flashsim.measure.report import format_run_ior_text, format_run_text
 from flashsim.measure.results import IntervalLimit, PhaseResult, RunResult
 from flashsim.scenario import load_scenario, run_loaded
-from flashsim.systems.lustre_production import ProductionAgingDetails
-from flashsim.systems.lustre_rebuild import RebuildDetails
+from flashsim.systems.lustre.production import ProductionAgingDetails
+from flashsim.systems.lustre.rebuild import RebuildDetails
 from flashsim.workloads.ior import IorDetails, IorRepetition
 
 DEMO = "scenarios/examples/pipeline-streams.toml"

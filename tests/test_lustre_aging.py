@@ -15,8 +15,8 @@ from flashsim.components.drive_aging import DriveAging
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import ConfigError
 from flashsim.scenario import LoadedScenario, load_scenario, run_loaded
-from flashsim.systems.lustre_aging import OstAgingDetails
-from flashsim.systems.lustre_production import ProductionAgingDetails
+from flashsim.systems.lustre.aging import OstAgingDetails
+from flashsim.systems.lustre.production import ProductionAgingDetails
 from tests.lustre_scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,9 +9,9 @@ import pytest
 
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_scenario, load_system_model, run_loaded, scenario_from_data
-from flashsim.systems.lustre import Lustre
-from flashsim.systems.lustre_ior import PathCache
-from flashsim.systems.lustre_locks import handoff_s, ior_conflict_probability
+from flashsim.systems.lustre.ior import PathCache
+from flashsim.systems.lustre.kind import Lustre
+from flashsim.systems.lustre.locks import handoff_s, ior_conflict_probability
 from flashsim.workloads.jobs import IorJob, ior_trace
 from flashsim.workloads.replay import (
     JobEngine,

@@ -12,7 +12,7 @@ import pytest
 
 from flashsim.measure.results import PhaseResult
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
-from flashsim.systems.lustre_phases import LnetSurveyDetails
+from flashsim.systems.lustre.phases import LnetSurveyDetails
 
 MODEL = "models/systems/perlmutter.toml"
 
@@ -366,7 +366,7 @@ def test_shared_stripe_sets_give_the_expanded_results(
     Per-OSS variability makes the 16 targets of each file unequal, and 32 ranks
     on 4 nodes share them, so every stripe set's slowest target matters.
     """
-    from flashsim.systems.lustre import Lustre
+    from flashsim.systems.lustre.kind import Lustre
 
     phase = STRIPED.format(op=op, t=t, b=b)
     overrides = {"system.oss.efficiency_spread": "0.05"}

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from flashsim.measure.results import PhaseDetails, PhaseResult, RunResult
-from flashsim.systems.lustre_phases import LnetSurveyDetails, ObdfilterDetails
-from flashsim.systems.vast_study import VastStudyDetails
-from flashsim.systems.vast_system import VastIorDetails
+from flashsim.systems.lustre.phases import LnetSurveyDetails, ObdfilterDetails
+from flashsim.systems.vast.study import VastStudyDetails
+from flashsim.systems.vast.system import VastIorDetails
 from flashsim.workloads.ior import IorDetails, IorRepetition
 
 

@@ -15,8 +15,8 @@ from flashsim.components.target_state import drive_failure_times
 from flashsim.config import ConfigError
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_scenario, run_loaded
-from flashsim.systems.lustre_aging import ost_capacity_B
-from flashsim.systems.lustre_cost import op_cost
+from flashsim.systems.lustre.aging import ost_capacity_B
+from flashsim.systems.lustre.cost import op_cost
 from flashsim.workloads.production import DAY_S, ProductionDetails
 from tests.lustre_scenario import ROOT, write_scenario
 

@@ -124,7 +124,7 @@ def test_progress_changes_no_simulated_result() -> None:
 
 
 def test_production_aging_counts_its_days(monkeypatch: pytest.MonkeyPatch) -> None:
-    from flashsim.systems import lustre_production
+    from flashsim.systems.lustre import production as lustre_production
 
     seen: list[str] = []
     stream = FakeTerminal()
@@ -288,8 +288,8 @@ def test_a_sweep_can_count_its_points_with_a_note() -> None:
 
 
 def test_a_vast_size_sweep_counts_its_tests_and_changes_no_row() -> None:
-    from flashsim.systems import vast_study
-    from flashsim.systems.vast import VastSizeSweepPhase
+    from flashsim.systems.vast import study as vast_study
+    from flashsim.systems.vast.kind import VastSizeSweepPhase
 
     model = load_system_model(ROOT / "models" / "systems" / "vast-pdsw21.toml").model
     spec = {"name": "s", "workload": "vast-size-sweep", "sizes": ["0.25 TB"], "nodes": 1,
@@ -306,7 +306,7 @@ def test_a_vast_size_sweep_counts_its_tests_and_changes_no_row() -> None:
 
 def test_a_jobs_phase_shows_its_runs_together_then_alone(monkeypatch: pytest.MonkeyPatch) -> None:
     from flashsim.engine.simulation import Simulation
-    from flashsim.systems.vast import VastKind
+    from flashsim.systems.vast.kind import VastKind
     from flashsim.workloads import jobs as jobs_module
     from flashsim.workloads.jobs import JobsPhase
 

@@ -1,4 +1,4 @@
-"""Degraded arrays and rebuild (components.rebuild, raid_target hooks, systems.lustre_rebuild)."""
+"""Degraded arrays and rebuild (components.rebuild, raid_target hooks, systems.lustre.rebuild)."""
 
 from __future__ import annotations
 
@@ -28,8 +28,8 @@ from flashsim.engine.randomness import RandomStreams
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.scenario import load_scenario, run_loaded
-from flashsim.systems.lustre_degraded import DegradedSurveyDetails
-from flashsim.systems.lustre_rebuild import RebuildDetails
+from flashsim.systems.lustre.degraded import DegradedSurveyDetails
+from flashsim.systems.lustre.rebuild import RebuildDetails
 from tests.lustre_scenario import write_scenario
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from cli_helpers import run_flashsim
 
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model, run_loaded, scenario_from_data
-from flashsim.systems.lustre import Lustre
+from flashsim.systems.lustre.kind import Lustre
 from flashsim.workloads.job_tally import tally_job
 from flashsim.workloads.jobs import IorJob, ior_trace
 from flashsim.workloads.replay import Access, JobEngine, PlacedJob, group_calls

@@ -13,7 +13,7 @@ from flashsim.components.drive import load_drive
 from flashsim.components.hdd import HddSpec, HddStream
 from flashsim.components.raid import RaidSpec
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
-from flashsim.systems.lustre_blockio import BlockIoDetails
+from flashsim.systems.lustre.blockio import BlockIoDetails
 
 MODEL = "models/systems/spider.toml"
 SCENARIO = "scenarios/spider/block-io-rpc-size.toml"

@@ -9,8 +9,8 @@ import pytest
 
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_scenario, run_loaded
-from flashsim.systems.lustre_aging import OstAgingDetails
-from flashsim.systems.lustre_production import ProductionAgingDetails
+from flashsim.systems.lustre.aging import OstAgingDetails
+from flashsim.systems.lustre.production import ProductionAgingDetails
 from flashsim.workloads.production import ProductionDetails
 from tests.lustre_scenario import write_scenario
 

@@ -15,8 +15,8 @@ from flashsim.components.target_life import TargetLife
 from flashsim.components.target_state import StatefulTarget
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_scenario
-from flashsim.systems.lustre_aging import ost_capacity_B, request_write_rate_Bps
-from flashsim.systems.lustre_rebuild import ForegroundLoad, alone_rebuild_s
+from flashsim.systems.lustre.aging import ost_capacity_B, request_write_rate_Bps
+from flashsim.systems.lustre.rebuild import ForegroundLoad, alone_rebuild_s
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = (ROOT / "models" / "systems" / "perlmutter.toml").as_posix()

@@ -23,8 +23,8 @@ from flashsim.studies.vast import (
     summarize_iops,
 )
 from flashsim.systems import system_kind
-from flashsim.systems.vast_study import VastStudyDetails
-from flashsim.systems.vast_study_units import ior_phase as _ior
+from flashsim.systems.vast.study import VastStudyDetails
+from flashsim.systems.vast.study_units import ior_phase as _ior
 
 MODEL = "models/systems/vast-pdsw21.toml"
 

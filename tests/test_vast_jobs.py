@@ -10,9 +10,9 @@ import pytest
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model, run_scenario
 from flashsim.systems.base import Fidelity
-from flashsim.systems.vast import VastKind, VastSystem
-from flashsim.systems.vast_jobs import job_fidelity
-from flashsim.systems.vast_phases import VastIorPhase
+from flashsim.systems.vast.jobs import job_fidelity
+from flashsim.systems.vast.kind import VastKind, VastSystem
+from flashsim.systems.vast.phases import VastIorPhase
 from flashsim.workloads.jobs import JobsDetails, JobsPhase
 from flashsim.workloads.replay import Access
 from flashsim.workloads.trace import TraceFile

@@ -8,7 +8,7 @@ import pytest
 
 from flashsim.components.rebuild import ArrayGeometry, rebuild_time_s
 from flashsim.scenario import load_scenario, run_loaded
-from flashsim.systems.vast_rebuild import VastRebuildDetails
+from flashsim.systems.vast.rebuild import VastRebuildDetails
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIO = ROOT / "scenarios" / "vast" / "rebuild.toml"

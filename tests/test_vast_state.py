@@ -16,11 +16,11 @@ from flashsim.components.target_state import StatefulTarget, SystemStatus
 from flashsim.components.tier import BULK_STRIPES, ScmQlcTier, TierSpec
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model, run_scenario
-from flashsim.systems.vast import VastSystem
-from flashsim.systems.vast_endurance import VastEndurancePhase
-from flashsim.systems.vast_rebuild import VastRebuildPhase
-from flashsim.systems.vast_study_units import ior_phase as _ior
-from flashsim.systems.vast_target import PRODUCTION_OBJECT
+from flashsim.systems.vast.endurance import VastEndurancePhase
+from flashsim.systems.vast.kind import VastSystem
+from flashsim.systems.vast.rebuild import VastRebuildPhase
+from flashsim.systems.vast.study_units import ior_phase as _ior
+from flashsim.systems.vast.target import PRODUCTION_OBJECT
 from flashsim.workloads.jobs import JobsPhase
 
 MODEL = "models/systems/vast-pdsw21.toml"

@@ -18,10 +18,10 @@ import pytest
 from flashsim.scenario import load_system_model, run_scenario
 from flashsim.studies import vast as study
 from flashsim.studies import vast_plots
-from flashsim.systems import vast_study
-from flashsim.systems.vast import VastGridPhase, VastIopsGridPhase, VastSizeSweepPhase
-from flashsim.systems.vast_study_units import unit_seed
-from flashsim.systems.vast_system import VastSystem
+from flashsim.systems.vast import study as vast_study
+from flashsim.systems.vast.kind import VastGridPhase, VastIopsGridPhase, VastSizeSweepPhase
+from flashsim.systems.vast.study_units import unit_seed
+from flashsim.systems.vast.system import VastSystem
 
 MODEL = "models/systems/vast-pdsw21.toml"
 ROOT = Path(__file__).resolve().parents[1]

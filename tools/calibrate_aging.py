@@ -17,7 +17,7 @@ from pathlib import Path
 from scipy.optimize import brentq
 
 from flashsim.scenario import load_scenario, run_loaded
-from flashsim.systems.lustre_aging import OstAgingDetails
+from flashsim.systems.lustre.aging import OstAgingDetails
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "perlmutter" / "aging.toml"

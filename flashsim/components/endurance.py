@@ -15,7 +15,7 @@ amplification differs from the rated one.
 
 Pure arithmetic, no state: systems keep per-drive byte counts
 (:class:`~flashsim.components.ssd.SsdState`) and call these functions (VAST
-in :mod:`flashsim.systems.vast_endurance`; reusable for any drive).  Days and
+in :mod:`flashsim.systems.vast.endurance`; reusable for any drive).  Days and
 years are those of :mod:`flashsim.units` (1 year = 365 days, so a
 ``"5 years"`` warranty is 1,825 days).
 """

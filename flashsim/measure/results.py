@@ -77,7 +77,7 @@ class PhaseDetails:
 
     Each workload or system kind subclasses it next to the runner that fills
     it in (``IorDetails`` in :mod:`flashsim.workloads.ior`, the Lustre tests'
-    in :mod:`flashsim.systems.lustre_phases` ...), one frozen dataclass per
+    in :mod:`flashsim.systems.lustre.phases` ...), one frozen dataclass per
     kind of phase, units in the field names.  A field whose value is ``None``
     was not measured and is left out of :meth:`to_dict` (so of ``--json``).
     """

@@ -1,7 +1,7 @@
 """The PDSW 2021 VAST study (seed 002) for notebooks: the studies on Dask, and what bounds reads.
 
 The studies themselves are phases of the ``vast`` kind
-(:mod:`flashsim.systems.vast_study`; scenarios ``scenarios/vast/*.toml`` run
+(:mod:`flashsim.systems.vast.study`; scenarios ``scenarios/vast/*.toml`` run
 them, and the validation records read their summaries).  Here the same
 units run as :func:`flashsim.tasks.run_tasks` tasks, ``workers`` of them, so
 a notebook gets the rows of a full grid in a fraction of the time -- and the
@@ -25,16 +25,16 @@ import pandas as pd
 
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
-from flashsim.systems import vast_study
-from flashsim.systems.vast import (
+from flashsim.systems.vast import study as vast_study
+from flashsim.systems.vast.kind import (
     VastGridPhase,
     VastIopsGridPhase,
     VastModel,
     VastSizeSweepPhase,
     VastSystem,
 )
-from flashsim.systems.vast_study_summary import summarize_grid, summarize_iops, summarize_sizes
-from flashsim.systems.vast_study_units import MAX_SEGMENTS, ior_phase
+from flashsim.systems.vast.study_summary import summarize_grid, summarize_iops, summarize_sizes
+from flashsim.systems.vast.study_units import MAX_SEGMENTS, ior_phase
 from flashsim.tasks import run_tasks
 from flashsim.units import MIB
 
@@ -54,14 +54,14 @@ __all__ = [
     "summarize_sizes",
 ]
 
-#: The first release's name of :func:`~flashsim.systems.vast_study_units.ior_phase`.
+#: The first release's name of :func:`~flashsim.systems.vast.study_units.ior_phase`.
 _ior = ior_phase
 
 
 def run_grid(model: VastModel, phase: VastGridPhase, seed: int = 0) -> pd.DataFrame:
     """Figs 2-3 on Dask; one row per test (mode, op, N, p, x, t, rep, bandwidth, ...).
 
-    See :func:`flashsim.systems.vast_study.run_grid`.
+    See :func:`flashsim.systems.vast.study.run_grid`.
     """
     return vast_study.run_grid(model, phase, seed, run_tasks)
 
@@ -69,7 +69,7 @@ def run_grid(model: VastModel, phase: VastGridPhase, seed: int = 0) -> pd.DataFr
 def run_iops_grid(model: VastModel, phase: VastIopsGridPhase, seed: int = 0) -> pd.DataFrame:
     """Fig. 4 on Dask; one row per test (test, N, p, x, rep, iops, ...).
 
-    See :func:`flashsim.systems.vast_study.run_iops_grid`.
+    See :func:`flashsim.systems.vast.study.run_iops_grid`.
     """
     return vast_study.run_iops_grid(model, phase, seed, run_tasks)
 
@@ -77,7 +77,7 @@ def run_iops_grid(model: VastModel, phase: VastIopsGridPhase, seed: int = 0) -> 
 def run_size_sweep(model: VastModel, phase: VastSizeSweepPhase, seed: int = 0) -> pd.DataFrame:
     """Fig. 5 on Dask; one row per test (size, SCM fraction, aged, rep, iops, ...).
 
-    See :func:`flashsim.systems.vast_study.run_size_sweep`.
+    See :func:`flashsim.systems.vast.study.run_size_sweep`.
     """
     return vast_study.run_size_sweep(model, phase, seed, run_tasks)
 
@@ -85,7 +85,7 @@ def run_size_sweep(model: VastModel, phase: VastSizeSweepPhase, seed: int = 0) -
 def run_study_phase(model: VastModel, phase: Any, seed: int, fidelity: str = "flow") -> PhaseResult:
     """A study phase on Dask, as the scenario would report it (same rows, same summary).
 
-    See :func:`flashsim.systems.vast_study.run_study_phase`.
+    See :func:`flashsim.systems.vast.study.run_study_phase`.
     """
     return vast_study.run_study_phase(model, phase, seed, fidelity, run_tasks)
 

@@ -14,9 +14,9 @@ from flashsim.systems.base import SystemKind
 #: ``kind`` value -> "module:class" of its :class:`SystemKind`.
 SYSTEM_KINDS = MappingProxyType(
     {
-        "pipeline": "flashsim.systems.pipeline:PipelineKind",
-        "lustre": "flashsim.systems.lustre:LustreKind",
-        "vast": "flashsim.systems.vast:VastKind",
+        "pipeline": "flashsim.systems.pipeline.kind:PipelineKind",
+        "lustre": "flashsim.systems.lustre.kind:LustreKind",
+        "vast": "flashsim.systems.vast.kind:VastKind",
     }
 )
 

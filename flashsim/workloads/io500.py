@@ -35,7 +35,7 @@ What is modelled
   system's IOR model includes (RAID read-modify-write, RPC and network
   limits, client caches) applies; on Lustre that includes the extent-lock
   hand-offs between the nodes writing the ior-hard file's objects
-  (:mod:`flashsim.systems.lustre_locks`: one object's lock passes from
+  (:mod:`flashsim.systems.lustre.locks`: one object's lock passes from
   client to client on nearly every unaligned write, which is what holds
   real ior-hard-write to tens of GiB/s: seed 001's 14.4 GiB/s on 288 OSTs).
   **Not modelled**: the client merging a node's adjacent transfers into

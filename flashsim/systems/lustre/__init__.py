@@ -1,0 +1,1 @@
+"""The ``lustre`` system kind: see :mod:`flashsim.systems.lustre.kind`."""

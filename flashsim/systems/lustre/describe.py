@@ -1,0 +1,213 @@
+"""Theoretical peaks of a ``lustre`` model, layer by layer (``flashsim describe``).
+
+Nothing here runs a simulation: the peaks of each layer (drives raw and after
+RAID, OST stack, PCIe, NIC, CPU operations) are computed from the model's
+parameters so the bottleneck is visible before anything runs (the reasoning of
+seed 000 Section IV-A).
+"""
+
+from __future__ import annotations
+
+import math
+
+from flashsim.components.drive_aging import steady_write_loss
+from flashsim.components.raid import DriveOp
+from flashsim.components.ssd import SsdSpec
+from flashsim.systems.base import Description, LayerPeak, bottleneck
+from flashsim.systems.lustre.fabric import fabric_bounds
+from flashsim.systems.lustre.model import LustreModel
+
+
+def _op_note(ops: list[DriveOp]) -> str:
+    """What one small write costs the drives, e.g. ``3 x 128 KiB write + 3 x 128 KiB read``."""
+    parts = [f"{o.count:g} x {o.size_B / 1024:g} KiB {o.op}" for o in ops]
+    return " + ".join(parts) if parts else "nothing"
+
+
+def describe_model(model: LustreModel) -> Description:
+    """Per-layer peaks of one OSS and of the system, and the bottlenecks."""
+    oss = model.oss
+    drive = oss.drive
+    n = oss.drives_per_target * oss.targets_per_server
+    raid = oss.raid
+    rpc = model.client.lustre.rpc_size
+    page = 4096.0
+    rmw = raid.write_ops(page)
+    # Drive time of one 4 KiB read-modify-write: each drive operation holds the
+    # busier of its command units and its data path.
+    drive_time_rmw = sum(
+        o.count * max(drive.cmd_s(o.op, o.size_B) / drive.servers, drive.xfer_s(o.op, o.size_B))
+        for o in rmw
+    )
+    layers: list[LayerPeak] = []
+
+    def both(scope: str, scale: int) -> None:
+        raw_r = n * drive.bandwidth_Bps("read") * scale
+        raw_w = n * drive.bandwidth_Bps("write") * scale
+        layers.append(
+            LayerPeak(
+                scope,
+                "drives (raw)",
+                n * scale,
+                raw_r,
+                raw_w,
+                n * drive.random_iops_ceiling("read", page) * scale,
+                n * drive.random_iops_ceiling("write", page) * scale,
+                f"{n} x {drive.name} per OSS (datasheet)",
+            )
+        )
+        layers.append(
+            LayerPeak(
+                scope,
+                "drives after RAID",
+                n * scale,
+                raw_r,
+                raw_w / raid.full_stripe_write_weight(),
+                n * drive.random_iops_ceiling("read", page) * scale,
+                n * scale / max(drive_time_rmw, 1e-30),
+                f"{raid.level} {raid.data}+{raid.parity}+{raid.spares}: writes x"
+                f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {_op_note(rmw)}",
+            )
+        )
+        layers.append(
+            LayerPeak(
+                scope,
+                "OST stack (ldiskfs+RAID)",
+                oss.targets_per_server * scale,
+                raw_r * oss.stack_read_efficiency,
+                raw_w / raid.full_stripe_write_weight() * oss.stack_write_efficiency,
+                None,
+                scale * oss.targets_per_server / oss.sub_stripe_write_cost * oss.raid_threads
+                if oss.sub_stripe_write_cost > 0
+                else None,
+                "stack efficiencies (obdfilter) and RAID-engine RMW cost",
+            )
+        )
+        link = oss.drive_link
+        if link is not None:
+            layers.append(
+                LayerPeak(
+                    scope,
+                    f"PCIe drive links Gen{link.generation} x{link.lanes}",
+                    n * scale,
+                    n * link.bandwidth_Bps * scale,
+                    n * link.bandwidth_Bps * scale,
+                    note=f"{link.bandwidth_Bps / 1e9:.3g} GB/s per drive per direction",
+                )
+            )
+        if oss.nic.pcie is not None:
+            layers.append(
+                LayerPeak(
+                    scope,
+                    f"PCIe NIC links Gen{oss.nic.pcie.generation} x{oss.nic.pcie.lanes}",
+                    oss.nic.ports * scale,
+                    oss.nic.ports * oss.nic.pcie.bandwidth_Bps * scale,
+                    oss.nic.ports * oss.nic.pcie.bandwidth_Bps * scale,
+                )
+            )
+        ctrl = oss.controller
+        if ctrl is not None:
+            # A controller shared by `ctrl.servers` OSSes: each OSS's even share.
+            layers.append(
+                LayerPeak(
+                    scope,
+                    "RAID controller (share)",
+                    max(1, scale // ctrl.servers),
+                    ctrl.bandwidth_Bps("read") / ctrl.servers * scale,
+                    ctrl.bandwidth_Bps("write") / ctrl.servers * scale,
+                    note=f"{ctrl.name or 'controller'} shared by {ctrl.servers} OSS: "
+                    f"{ctrl.bandwidth_Bps('write') / 1e9:.3g} GB/s write, "
+                    f"{ctrl.bandwidth_Bps('read') / 1e9:.3g} GB/s read each",
+                )
+            )
+        layers.append(
+            LayerPeak(
+                scope,
+                "NIC",
+                oss.nic.ports * scale,
+                oss.nic.node_Bps("egress") * scale,
+                oss.nic.node_Bps("ingress") * scale,
+                note=f"{oss.nic.ports} x {oss.nic.port_bandwidth * 8 / 1e9:g} Gb/s, "
+                f"egress eff {oss.nic.egress_efficiency:g}, "
+                f"ingress eff {oss.nic.ingress_efficiency:g}",
+            )
+        )
+        if oss.rpc_cost > 0:
+            rpcs = oss.cpu.ops_per_s(oss.rpc_cost) * scale
+            layers.append(
+                LayerPeak(
+                    scope,
+                    "CPU (RPC handling)",
+                    oss.cpu.cores * scale,
+                    rpcs * rpc,
+                    rpcs * rpc,
+                    rpcs,
+                    None,
+                    f"{oss.cpu.cores} cores / {oss.rpc_cost * 1e6:.3g} us per RPC "
+                    f"({rpc / 2**20:g} MiB RPCs for bandwidth)",
+                )
+            )
+
+    both("one OSS", 1)
+    both("system", oss.count)
+    write_fabric, read_fabric, fabric_note = fabric_bounds(model)
+    layers.append(
+        LayerPeak(
+            "system",
+            "fabric (clients <-> servers)",
+            1,
+            read_fabric,
+            write_fabric,
+            note=fabric_note,
+        )
+    )
+    bottlenecks = {}
+    for scope in ("one OSS", "system"):
+        for attr in ("read_Bps", "write_Bps", "read_iops", "write_iops"):
+            bottlenecks[f"{scope} {attr}"] = bottleneck(layers, scope, attr)
+    components = {
+        "oss": oss.count,
+        "osts": oss.count * oss.targets_per_server,
+        "oss_drives": oss.count * n,
+    }
+    if model.mds is not None:
+        components["mds"] = model.mds.count
+        components["mdt_drives"] = (
+            model.mds.count * model.mds.drives_per_target * model.mds.targets_per_server
+        )
+    one = [la for la in layers if la.scope == "one OSS"]
+
+    def peak(attr: str) -> float:
+        vals = [getattr(la, attr) for la in one if getattr(la, attr) is not None]
+        return float(min(vals)) if vals else math.nan
+
+    per_ost_read_iops = oss.drives_per_target * drive.random_iops_ceiling("read", page)
+    derived = {
+        "ost_drive_read_Bps": oss.target_peak_Bps("read"),
+        "ost_drive_write_Bps": oss.target_peak_Bps("write"),
+        "ost_random_read_iops_ceiling": per_ost_read_iops,
+        "ost_random_read_iops_full_seek": oss.drives_per_target * drive.iops("read"),
+        "oss_read_Bps_peak": peak("read_Bps"),
+        "oss_write_Bps_peak": peak("write_Bps"),
+        "oss_read_iops_peak": peak("read_iops"),
+        "oss_write_iops_peak": peak("write_iops"),
+        "system_read_Bps_peak": peak("read_Bps") * oss.count,
+        "system_write_Bps_peak": peak("write_Bps") * oss.count,
+        "usable_capacity_B": oss.count
+        * n
+        * drive.capacity
+        * raid.usable_fraction(oss.drives_per_target),
+    }
+    if oss.aging is not None and isinstance(drive, SsdSpec):
+        written = (oss.drives_per_target - raid.spares) / oss.drives_per_target
+        wa, loss = steady_write_loss(drive, oss.aging, written, oss.aging.cold_fraction)
+        derived["aged_write_amplification"] = wa
+        derived["aged_write_loss"] = loss
+    return Description(
+        system=model.name,
+        kind="lustre",
+        components=components,
+        layers=layers,
+        bottlenecks=bottlenecks,
+        derived=derived,
+    )

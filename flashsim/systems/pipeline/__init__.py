@@ -1,0 +1,1 @@
+"""The ``pipeline`` system kind: see :mod:`flashsim.systems.pipeline.kind`."""

@@ -1,0 +1,1 @@
+"""The ``vast`` system kind: see :mod:`flashsim.systems.vast.kind`."""

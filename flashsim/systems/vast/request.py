@@ -1,0 +1,306 @@
+"""Request fidelity of a ``vast`` system: RPCs that queue at the fabrics and drives.
+
+Every RPC pays the fixed client + CNode time and the wire, crosses the
+client fabric (when the model has one) to one of its client's CNodes, then
+the NVMe fabric to the DNode of each drive it visits (the fabrics' bundle
+queues, route chosen when the data reaches them: :meth:`Fabric.request_hops`),
+and queues at a drive's command units and data path (two
+:class:`~flashsim.engine.queues.FifoQueue` per drive, made on first use);
+reads pick the drive by where the object's bytes live now and return the same
+way, writes queue at ``scm_copies`` SCM drives at once.  The fabrics' service
+at zero load is part of the wire time, so both fidelities have the same
+zero-load round trip.  Drive choices come from the seeded stream
+``<system>.requests``, CNode and route choices from ``<system>.routing``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, Literal
+
+import numpy as np
+import simpy
+
+from flashsim.components.ssd import SsdSpec
+from flashsim.components.tier import ReadWeights
+from flashsim.engine.maxmin import FloatArray
+from flashsim.engine.queues import FifoQueue
+from flashsim.systems.vast.topology import VastTopology
+from flashsim.workloads.ior import IorPhase, RankStream
+
+#: Where request fidelity sends a read: the fraction in SCM and the cumulative
+#: weights of the QLC drives (``None`` when nothing is on QLC).
+ReadPicks = tuple[float, FloatArray | None]
+
+
+class VastRequests(VastTopology):
+    """The request-fidelity half of :class:`~flashsim.systems.vast.kind.VastSystem`."""
+
+    def ior_request(
+        self, phase: IorPhase, rank: int, stream: RankStream
+    ) -> Generator[simpy.Event, Any, None]:
+        """Request fidelity: one RPC of ``stream.op_size_B`` bytes (O_DIRECT, random or read-ahead).
+
+        The RPC pays the fixed client + CNode time and the wire (less the
+        fabrics' zero-load service), crosses the client fabric (if any) to one
+        of its client's CNodes and the NVMe fabric to each drive's DNode, and
+        queues at a drive chosen by where the object's bytes live (an SCM
+        drive, or a QLC drive by its share of the object's stripes, plus the
+        QLC read overhead); a write queues at ``scm_copies`` SCM drives at
+        once and, with the buffer at its hold level, adds one migration read
+        of its bytes at an SCM drive (not awaited).
+        A sequential buffered read also passes the rank's copy stage (one
+        server per rank: the process copying the pages out) before its
+        read-ahead slot is reused.  Buffered writes (the page cache) exist in
+        flow fidelity only; an acknowledged O_DIRECT write commits its bytes
+        to the SCM buffer.
+        """
+        if phase.operation == "write" and not phase.direct_io:
+            raise ValueError(
+                f"phase {phase.name!r}: buffered writes need flow fidelity on a vast system "
+                "(the page cache is a flow-fidelity buffer); use direct_io or fidelity = 'flow'"
+            )
+        write = phase.operation == "write"
+        size = stream.op_size_B
+        copy: tuple[FifoQueue | None, float] | None = None
+        if not write and phase.access != "random" and not phase.direct_io:
+            queue = self._copy_queues.get(rank)
+            if queue is None:
+                queue = self._copy_queues[rank] = FifoQueue(
+                    self.sim.env, f"{self.model.name}.rank{rank}.copy", 1
+                )
+            copy = (queue, size / self.client_model.copy_rate_Bps(phase.transfer_size))
+        picks = None if write else self._cur_read[rank]
+        yield from self.rpc(phase.node_of(rank), self._cur_objs[rank], size, picks, copy)
+
+    def rpc(
+        self,
+        node: int,
+        obj: str,
+        size_B: float,
+        picks: ReadPicks | None,
+        copy: tuple[FifoQueue | None, float] | None = None,
+    ) -> Generator[simpy.Event, Any, None]:
+        """Request fidelity: one RPC of ``size_B`` bytes from client ``node`` on ``obj``.
+
+        The path and queues of :meth:`ior_request`, for any caller (IOR, jobs).
+
+        Parameters
+        ----------
+        node : int
+            Client node.
+        obj : str
+            The object (file) read or written.
+        size_B : float
+            RPC payload in bytes.
+        picks : tuple or None
+            ``None`` for a write (O_DIRECT: committed to the SCM buffer when
+            acknowledged); for a read, where its bytes live
+            (:meth:`read_picks`).
+        copy : tuple or None
+            A sequential buffered read's copy stage: the reader's copy queue
+            (one server; ``None``: a plain delay) and the seconds the process
+            takes to copy the RPC's pages out, after which its read-ahead slot
+            is free; ``None`` for a synchronous RPC (which pays the syscall).
+        """
+        env = self.sim.env
+        size = size_B
+        rng = self.sim.rng(f"{self.model.name}.requests")
+        route_rng = self.sim.rng(f"{self.model.name}.routing")
+        net = self.net
+        cnodes = self.client_cnodes(node)
+        cnode = cnodes[int(route_rng.integers(len(cnodes)))] if len(cnodes) > 1 else cnodes[0]
+        client_ep, cnode_ep = net.clients[node], net.cnodes[cnode]
+        # A buffered reader's calls are paid in its copy stage, not per RPC.
+        syscall = 0.0 if copy is not None else self.model.client.mount.syscall_overhead
+        fixed = syscall + self.model.cnode.op_latency + self.wire_s(size, node)
+        queues = self._drive_queues()
+        if picks is None:
+            copies = self.model.tier.scm_copies
+            live = self.tier.scm_in_service  # a failed SCM drive takes no new replica
+            drives = [
+                int(live[i])
+                for i in rng.choice(len(live), size=min(copies, len(live)), replace=False)
+            ]
+            dnodes = [net.dnodes[self.scm_dnode[i]] for i in drives]
+            queued = max(net.minimal_service_s(net.back, cnode_ep, d, size) for d in dnodes)
+            if net.front is not None:
+                queued += net.minimal_service_s(net.front, client_ep, cnode_ep, size)
+            yield env.timeout(max(0.0, fixed - queued))
+            if net.front is not None:
+                yield from net.cross(net.front, client_ep, cnode_ep, size, route_rng)
+            scale = 1.0 / self.model.tier.scm_write_efficiency
+            visits = [
+                env.process(self._replica(cnode_ep, d, queues["scm"][i], size, scale, route_rng))
+                for i, d in zip(drives, dnodes, strict=True)
+            ]
+            yield env.all_of(visits)
+            # Acknowledged: the bytes are committed to the SCM buffer (a later read sees them).
+            if self.migrating():
+                # At the hold level every new byte is migrated: one SCM read of it (flow
+                # fidelity's migration path), queued at a drive but not awaited.
+                i = int(live[int(rng.integers(len(live)))])
+                env.process(self._migration_read(queues["scm"][i], size))
+            self.tier.buffer.add_bytes(obj, size)
+            return
+        f_scm, qlc_cdf = picks
+        if rng.random() < f_scm or qlc_cdf is None:
+            live = self.tier.scm_in_service
+            i = int(live[int(rng.integers(len(live)))])
+            drive, dnode = queues["scm"][i], self.scm_dnode[i]
+            spec, scale, extra = self.scm_spec, 1.0 / self.model.tier.scm_read_efficiency, 0.0
+        else:
+            # As rng.choice(p=...) draws it: one uniform against the cumulative weights.
+            index = int(qlc_cdf.searchsorted(rng.random(), side="right"))
+            if self.tier.qlc_lost:
+                # A strip on a failed drive not rebuilt yet: its survivors, read in parallel.
+                weights = np.diff(qlc_cdf, prepend=0.0)
+                read, decode_s = self.tier.reconstruct(index, size, weights, rng)
+                if read != [index] or decode_s > 0:
+                    yield from self._degraded_read(
+                        cnode_ep, client_ep, fixed, read, decode_s, size, route_rng
+                    )
+                    yield from self._copy_out(copy)
+                    return
+            drive, dnode = queues["qlc"][index], self.qlc_dnode[index]
+            spec, scale, extra = self.qlc_spec, 1.0, self.model.dnode.qlc_read_overhead
+        dnode_ep = net.dnodes[dnode]
+        queued = net.minimal_service_s(net.back, dnode_ep, cnode_ep, size)
+        if net.front is not None:
+            queued += net.minimal_service_s(net.front, cnode_ep, client_ep, size)
+        yield env.timeout(max(0.0, fixed - queued))
+        yield from self._visit(drive, spec, "read", size, scale, extra_delay_s=extra)
+        yield from net.cross(net.back, dnode_ep, cnode_ep, size, route_rng)
+        if net.front is not None:
+            yield from net.cross(net.front, cnode_ep, client_ep, size, route_rng)
+        yield from self._copy_out(copy)
+
+    def _copy_out(
+        self, copy: tuple[FifoQueue | None, float] | None
+    ) -> Generator[simpy.Event, Any, None]:
+        """The read-ahead slot is free again once the process has copied the pages out."""
+        if copy is None:
+            return
+        queue, copy_s = copy
+        if queue is None:
+            yield self.sim.env.timeout(copy_s)
+        else:
+            yield queue.visit(copy_s)
+
+    def _degraded_read(
+        self,
+        cnode_ep: str,
+        client_ep: str,
+        fixed_s: float,
+        drives: list[int],
+        decode_s: float,
+        size_B: float,
+        route_rng: np.random.Generator,
+    ) -> Generator[simpy.Event, Any, None]:
+        """A read whose strip is reconstructed: ``drives`` read in parallel, decoded, returned.
+
+        Each survivor read queues at its QLC drive and crosses the NVMe fabric
+        to the CNode (``size_B`` bytes each); the CNode decodes for
+        ``decode_s`` seconds once all have arrived, then the RPC returns as a
+        healthy read does.
+        """
+        env, net = self.sim.env, self.net
+        queues = self._drive_queues()["qlc"]
+        queued = max(
+            net.minimal_service_s(net.back, net.dnodes[self.qlc_dnode[d]], cnode_ep, size_B)
+            for d in drives
+        )
+        if net.front is not None:
+            queued += net.minimal_service_s(net.front, cnode_ep, client_ep, size_B)
+        yield env.timeout(max(0.0, fixed_s - queued))
+        extra = self.model.dnode.qlc_read_overhead
+
+        def survivor(d: int) -> Generator[simpy.Event, Any, None]:
+            yield from self._visit(queues[d], self.qlc_spec, "read", size_B, extra_delay_s=extra)
+            dnode_ep = net.dnodes[self.qlc_dnode[d]]
+            yield from net.cross(net.back, dnode_ep, cnode_ep, size_B, route_rng)
+
+        yield env.all_of([env.process(survivor(d)) for d in drives])
+        if decode_s > 0:
+            yield env.timeout(decode_s)
+        if net.front is not None:
+            yield from net.cross(net.front, cnode_ep, client_ep, size_B, route_rng)
+
+    def _migration_read(
+        self, drive: tuple[FifoQueue, FifoQueue], size_B: float
+    ) -> Generator[simpy.Event, Any, None]:
+        """The SCM side of migrating ``size_B`` bytes: a datasheet-rate read at ``drive``."""
+        _, xfer = drive
+        yield xfer.visit(self.scm_spec.xfer_s("read", size_B))
+
+    def _replica(
+        self,
+        cnode: str,
+        dnode: str,
+        drive: tuple[FifoQueue, FifoQueue],
+        size_B: float,
+        scale: float,
+        rng: np.random.Generator,
+    ) -> Generator[simpy.Event, Any, None]:
+        """One SCM replica of a write: across the NVMe fabric, into its drive, counted as wear."""
+        yield from self.net.cross(self.net.back, cnode, dnode, size_B, rng)
+        yield from self._visit(drive, self.scm_spec, "write", size_B, scale)
+        queues = self._drive_queues()["scm"]
+        if len(self._scm_of_queue) != len(queues):
+            self._scm_of_queue = {id(q): i for i, q in enumerate(queues)}
+        self.scm_state[self._scm_of_queue[id(drive)]].record_write(size_B)
+        self.scm_request_user_B += size_B / self.model.tier.scm_copies
+
+    def _read_picks(self, obj: str) -> ReadPicks:
+        """:meth:`read_picks` of where ``obj``'s bytes live now."""
+        return self.read_picks(self.tier.read_weights(obj))
+
+    @staticmethod
+    def read_picks(where: ReadWeights) -> ReadPicks:
+        """Fraction of a read's bytes in SCM and the cumulative QLC-drive weights of its reads.
+
+        Computed once per repetition (or kind of call) so request fidelity
+        draws a drive per read with one uniform number (``None`` when nothing
+        is on QLC).
+        """
+        f_scm, qlc_w, _ = where
+        total = qlc_w.sum()
+        if total <= 0:
+            return f_scm, None
+        cdf = np.cumsum(qlc_w / total)
+        cdf /= cdf[-1]
+        return f_scm, cdf
+
+    def _visit(
+        self,
+        drive: tuple[FifoQueue, FifoQueue],
+        spec: SsdSpec,
+        op: Literal["read", "write"],
+        size_B: float,
+        scale: float = 1.0,
+        extra_delay_s: float = 0.0,
+    ) -> Generator[simpy.Event, Any, None]:
+        """One operation at a drive: command stage, data stage, then the access latency.
+
+        ``scale`` (>= 1) stretches the data stage (the SCM write efficiency).
+        """
+        cmd, xfer = drive
+        yield cmd.visit(spec.cmd_s(op, size_B))
+        yield xfer.visit(spec.xfer_s(op, size_B) * scale, spec.delay_s(op, size_B) + extra_delay_s)
+
+    def _drive_queues(self) -> dict[str, list[tuple[FifoQueue, FifoQueue]]]:
+        """Request-fidelity queues of the drives, (command units, data path), made on first use."""
+        if self._queues is None:
+            env, name = self.sim.env, self.model.name
+
+            def drive(label: str, spec: SsdSpec) -> tuple[FifoQueue, FifoQueue]:
+                return (
+                    FifoQueue(env, f"{name}.{label}.cmd", spec.servers),
+                    FifoQueue(env, f"{name}.{label}.xfer", 1),
+                )
+
+            self._queues = {
+                "scm": [drive(f"scm{i}", self.scm_spec) for i in range(len(self.scm))],
+                "qlc": [drive(f"qlc{i}", self.qlc_spec) for i in range(len(self.qlc))],
+            }
+        return self._queues
