@@ -68,6 +68,8 @@ class _Tracked:
     obj: str
     moved_B: float = 0.0
     rate_Bps: float = 0.0
+    #: Fraction of the flow's bytes that enter this buffer (a flow striped over several).
+    share: float = 1.0
 
 
 @dataclass
@@ -186,9 +188,15 @@ class FluidBuffer:
         sim.flows.add_rate_listener(self._on_rates)
 
     # ----------------------------------------------------------------- ingest
-    def add_ingest(self, flow: Flow, obj: str) -> None:
-        """Count the bytes of ``flow`` (whose path includes :meth:`ingest_path`) as ``obj``'s."""
-        self._tracked.append(_Tracked(flow, obj))
+    def add_ingest(self, flow: Flow, obj: str, share: float = 1.0) -> None:
+        """Count ``share`` of the bytes of ``flow`` as ``obj``'s.
+
+        The flow's path must include :meth:`ingest_path` scaled by ``share``
+        (a flow striped over several targets puts ``share`` of its bytes in each).
+        """
+        if not 0.0 < share <= 1.0:
+            raise ValueError(f"{self.name}: share(={share}) must be in (0, 1]")
+        self._tracked.append(_Tracked(flow, obj, share=share))
 
     def add_bytes(self, obj: str, b: float) -> None:
         """Count ``b`` bytes of ``obj`` that arrived outside any flow, now.
@@ -218,9 +226,9 @@ class FluidBuffer:
         upstream._keep_outbox = True
         self._upstreams.append(upstream)
 
-    def ingest_path(self) -> list[tuple[Resource, float]]:
-        """The buffer's part of an ingest flow's path (its gate, weight 1)."""
-        return [(self.gate, 1.0)]
+    def ingest_path(self, share: float = 1.0) -> list[tuple[Resource, float]]:
+        """The buffer's part of an ingest flow's path (its gate, weight ``share``)."""
+        return [(self.gate, share)]
 
     # ------------------------------------------------------------------ state
     def flush(self) -> simpy.Event:
@@ -300,7 +308,7 @@ class FluidBuffer:
                 alive = False
             delta = moved - tr.moved_B
             if delta > 0:
-                self._add(tr.obj, delta)
+                self._add(tr.obj, delta * tr.share)
             tr.moved_B = moved
             if alive:
                 keep.append(tr)
@@ -374,7 +382,7 @@ class FluidBuffer:
         rate_in = 0.0
         for tr in self._tracked:
             tr.rate_Bps = flows.rate_now_Bps(tr.flow)
-            rate_in += tr.rate_Bps
+            rate_in += tr.rate_Bps * tr.share
         for up in self._upstreams:
             rate_in += up._drain_rate_now()
         rate_out = self._drain_rate_now()

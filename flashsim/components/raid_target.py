@@ -19,9 +19,9 @@ group); the target never knows which.
 from __future__ import annotations
 
 import math
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import simpy
@@ -33,71 +33,28 @@ from flashsim.components.raid import DriveOp, RaidSpec
 from flashsim.components.raid_controller import Controller
 from flashsim.components.rebuild import DegradedState, RebuildTraffic
 from flashsim.components.ssd import SsdSpec, SsdState
+from flashsim.components.target import DriveStage, OpKind, PathEntries, TargetCost
 from flashsim.engine.distributions import SampleBuffer, with_mean_and_cv
-from flashsim.engine.flows import Resource
+from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 
 if TYPE_CHECKING:
     from flashsim.components.drive_aging import DriveAging
 
-OpKind = Literal["read", "write"]
-
 #: Bytes per deallocate command of a TRIM flow (its unit on the drives' time-based data paths).
 TRIM_OP_B = 2.0**20
 
 
-@dataclass(frozen=True)
-class DriveStage:
-    """Drive operations done in parallel for one server operation.
-
-    ``spread`` stages put ``count / drives`` of the operations on every drive
-    (a large RPC over a declustered array); otherwise ``count`` distinct
-    drives are chosen at random (a small read, or the chunks of an RMW).
-    """
-
-    op: OpKind
-    size_B: float
-    count: float
-    spread: bool
-    #: Degraded array (components.rebuild): probability an operation's chunk is lost, and
-    #: the drive operations that replace a lost one (k reads to reconstruct, 0 skipped writes).
-    lost: float = 0.0
-    replace: int = 1
-
-    @property
-    def mean_count(self) -> float:
-        """Expected drive operations: ``count`` with lost chunks replaced."""
-        if self.lost == 0.0:
-            return self.count
-        return self.count * (1.0 - self.lost + self.lost * self.replace)
-
-
-@dataclass(frozen=True)
-class TargetCost:
-    """What one operation of ``size_B`` bytes costs a target (busy times in s, bytes in B).
-
-    Drive times are totals over all drives; ``drive_latency_s`` is the
-    zero-load time the drive stages hold a server, one stage after another,
-    and ``delay_s`` the time on top that holds none (media access latency,
-    PCIe transfer).
-    """
-
-    op: OpKind
-    size_B: float
-    raid_s: float
-    stages: tuple[DriveStage, ...]
-    drive_cmd_s: float
-    drive_xfer_s: float
-    pcie_up_B: float
-    pcie_down_B: float
-    drive_latency_s: float
-    delay_s: float
-
-
 @dataclass
 class RaidTarget:
-    """One target: its drives (two stages each), PCIe links and RAID engine."""
+    """One target: its drives (two stages each), PCIe links and RAID engine.
+
+    A :class:`~flashsim.components.target.StorageTarget`: its costs do not
+    depend on the object an operation touches.
+    """
+
+    object_aware: ClassVar[bool] = False
 
     name: str
     drive: Drive
@@ -145,8 +102,8 @@ class RaidTarget:
         return xfer * self.write_time_scale() if stage.op == "write" else xfer
 
     # ............................................................... cost
-    def cost(self, op: OpKind, size_B: float, sequential: bool) -> TargetCost:
-        """What one ``op`` of ``size_B`` bytes costs this target.
+    def cost(self, op: OpKind, size_B: float, sequential: bool, obj: str = "") -> TargetCost:
+        """What one ``op`` of ``size_B`` bytes costs this target (any object ``obj``).
 
         A streaming write of at least a full stripe writes whole stripes; a
         smaller write is a read-modify-write that also holds the RAID engine
@@ -198,7 +155,7 @@ class RaidTarget:
         )
 
     # ............................................................... flow
-    def path(self, cost: TargetCost, share: float = 1.0) -> list[tuple[Resource, float]]:
+    def path(self, cost: TargetCost, share: float = 1.0) -> PathEntries:
         """Flow path (resource, weight): controller (if any), RAID engine, drives and links."""
         n = self.n_drives
         path: list[tuple[Resource, float]] = []
@@ -399,6 +356,13 @@ class RaidTarget:
             self.aging.record(written / self.n_drives)
         if events:
             yield env.all_of(events)
+
+    def flow_started(self, cost: TargetCost, flow: Flow, share: float = 1.0) -> None:
+        """Nothing: a RAID target's wear follows its drives' counters (:meth:`account_wear`)."""
+
+    def account_wear(self, bytes_moved: Callable[[Resource], float]) -> None:
+        """Add the bytes flows wrote to each drive (its PCIe down-link's counter) to its wear."""
+        self.account_flow_writes([bytes_moved(link) for link in self.link_down])
 
     def account_flow_writes(self, flows_bytes: list[float]) -> None:
         """Add the bytes flows wrote to each drive since the last call to its wear state.

@@ -226,7 +226,7 @@ class LustreCore(BuiltSystem):
         moved = self.sim.flows.bytes_moved
         for server in self.servers.values():
             for ost in server.osts:
-                ost.account_flow_writes([moved(link) for link in ost.link_down])
+                ost.account_wear(moved)
 
     def ost_peak_Bps(self, op: OpKind, targets: int = 1) -> float:
         """Nominal bandwidth (bytes/s) of ``targets`` OSTs (``ServerSpec.target_peak_Bps``)."""

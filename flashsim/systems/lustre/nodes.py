@@ -13,7 +13,8 @@ from typing import Literal
 import simpy
 
 from flashsim.components.nic import Direction, NicPorts, NicSpec
-from flashsim.components.raid_target import RaidTarget, TargetCost, build_target
+from flashsim.components.raid_target import RaidTarget, build_target
+from flashsim.components.target import TargetCost
 from flashsim.components.variability import component_factor
 from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
