@@ -10,7 +10,7 @@ groups a job spans.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -47,6 +47,17 @@ class PlacementSpec(StrictModel):
     groups: Annotated[int, Field(ge=1)] | None = Field(
         None, description="Use only the first `groups` groups of the role (default: all)."
     )
+
+
+def placement_field(description: str) -> Any:
+    """A model's ``placement`` key: a :class:`PlacementSpec`, ``packed`` by default.
+
+    Parameters
+    ----------
+    description : str
+        What the key places, for the reference (e.g. which fabric's groups).
+    """
+    return Field(default_factory=lambda: PlacementSpec.model_validate({}), description=description)
 
 
 class Placement:

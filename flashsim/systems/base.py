@@ -1,10 +1,12 @@
 """What a system kind provides: a model schema, a builder and a describer.
 
-A system kind (``pipeline``, ``lustre``, ``vast``, ...) is named by the
-``kind`` key of a model file.  Its :class:`SystemKind` validates the file,
-builds the components inside a :class:`~flashsim.engine.simulation.Simulation`
-and runs workload phases on them; :meth:`SystemKind.describe` gives the
-theoretical peak of each layer without running anything.
+A system kind is named by the ``kind`` key of a model file (the registry is
+:mod:`flashsim.systems`).  Its :class:`SystemKind` validates the file
+(a :class:`KindModel`), builds the components inside a
+:class:`~flashsim.engine.simulation.Simulation` (a :class:`BuiltSystem`) and
+runs workload phases on them; :meth:`SystemKind.describe` gives the
+theoretical peak of each layer without running anything.  This module is
+shared by every kind and names none of them.
 """
 
 from __future__ import annotations
@@ -14,18 +16,31 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from flashsim.components.fabric_spec import BackgroundJobSpec
 from flashsim.components.target_state import StatefulTarget, SystemStatus
+from flashsim.config import StrictModel
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.measurements.record import Conditions
 from flashsim.workloads.registry import phase_union, protocol_methods
 
 Fidelity = Literal["flow", "request"]
+
+
+class KindModel(StrictModel):
+    """The keys every model file starts with, whatever its kind.
+
+    A kind's schema extends it and narrows ``kind`` to its own value
+    (``kind: Literal["<kind>"]``); the three keys stay first, in this order.
+    """
+
+    kind: str
+    name: str = Field(description="System name, for reports.")
+    description: str = Field("", description="Free text, for reports.")
 
 
 @dataclass
@@ -123,7 +138,7 @@ class BuiltSystem(ABC):
         return SystemStatus.of(self.sim.now, self.target_count(), built)
 
     def server_count(self) -> int:
-        """Servers that may fail over to a partner (Lustre OSSes); 0 if the kind models none."""
+        """Servers that may fail over to a partner; 0 if the kind models none."""
         return 0
 
     def fail_server(self, index: int) -> None:
@@ -157,6 +172,15 @@ class BuiltSystem(ABC):
         raise ValueError("background: this system has no fabric to carry background traffic")
 
 
+def _kind_literal(model_type: type[BaseModel]) -> str | None:
+    """The one ``kind`` value a model schema allows (``Literal["<kind>"]``), else ``None``."""
+    field = model_type.model_fields.get("kind")
+    if field is None or get_origin(field.annotation) is not Literal:
+        return None
+    values = get_args(field.annotation)
+    return values[0] if len(values) == 1 and isinstance(values[0], str) else None
+
+
 class SystemKind(ABC):
     """A family of systems that share a model-file schema and a builder.
 
@@ -164,10 +188,12 @@ class SystemKind(ABC):
     implements (:attr:`implements`) and the phases only it runs
     (:attr:`own_phases`); its :attr:`phase_type` is derived from them and the
     workload registry (:func:`flashsim.workloads.registry.phase_union`) when
-    the class is created, and must not be set by hand.
+    the class is created, and must not be set by hand.  Its :attr:`kind` is
+    the one value its :attr:`model_type` allows for ``kind``
+    (``kind: Literal["<kind>"]`` of a :class:`KindModel`), unless set.
     """
 
-    #: The ``kind`` value in model files.
+    #: The ``kind`` value in model files (derived from :attr:`model_type` when not set).
     kind: str
     #: Pydantic schema of the model file.
     model_type: type[BaseModel]
@@ -189,6 +215,10 @@ class SystemKind(ABC):
                 f"{cls.__name__}: phase_type is derived from `implements` and `own_phases`; "
                 "declare those instead"
             )
+        if "kind" not in vars(cls) and "model_type" in vars(cls):
+            declared = _kind_literal(cls.model_type)
+            if declared is not None:
+                cls.kind = declared
         if "implements" not in vars(cls) and "own_phases" not in vars(cls):
             return  # an intermediate class: nothing declared here
         owner = str(vars(cls).get("kind", cls.__name__))
@@ -222,7 +252,7 @@ class SystemKind(ABC):
         ``phases`` are the generic ``ior`` phases built from the measurement's
         ``conditions`` (:func:`flashsim.measurements.reproduce.plan_ior`: the
         write of a read's files, then the measured test).  A kind whose systems
-        need a state the output does not record (VAST: a full SCM buffer, an
+        need a state the output does not record (e.g. a full write buffer, an
         aged dataset) adds phases around them; the default adds none.  Return
         the phases, or a reason the measurement cannot be reproduced.
         """

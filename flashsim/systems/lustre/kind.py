@@ -145,7 +145,6 @@ class Lustre(LustreJobs, LustreIo500, IorTargetDefaults):
 class LustreKind(SystemKind):
     """The ``lustre`` system kind."""
 
-    kind = "lustre"
     model_type = LustreModel
     built_type = Lustre
     implements = (IorTarget, JobTarget, Io500Target, ProductionTarget)

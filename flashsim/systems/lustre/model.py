@@ -20,7 +20,7 @@ from flashsim.components.lustre_client import LustreClientSpec
 from flashsim.components.mds import MetadataSpec
 from flashsim.components.nic import NicSpec
 from flashsim.components.pcie import PcieLink
-from flashsim.components.placement import PlacementSpec
+from flashsim.components.placement import PlacementSpec, placement_field
 from flashsim.components.raid import RaidSpec
 from flashsim.components.raid_controller import ControllerSpec
 from flashsim.components.rebuild import RebuildPolicy
@@ -31,6 +31,7 @@ from flashsim.config import (
     UnitFraction,
     calibratable,
 )
+from flashsim.systems.base import KindModel
 
 
 class EnclosureSpec(StrictModel):
@@ -246,18 +247,15 @@ class ClientSpec(StrictModel):
 
     nic: NicSpec
     lustre: LustreClientSpec = LustreClientSpec()
-    placement: PlacementSpec = Field(
-        default_factory=lambda: PlacementSpec.model_validate({}),
-        description="Which fabric groups the client nodes sit in (packed by default).",
+    placement: PlacementSpec = placement_field(
+        "Which fabric groups the client nodes sit in (packed by default)."
     )
 
 
-class LustreModel(StrictModel):
+class LustreModel(KindModel):
     """Model file of ``kind = "lustre"``."""
 
     kind: Literal["lustre"]
-    name: str = Field(description="System name, for reports.")
-    description: str = Field("", description="Free text, for reports.")
     oss: ServerSpec
     mds: MdsSpec | None = Field(
         None,

@@ -31,6 +31,7 @@ from flashsim.systems.base import (
     BuiltSystem,
     Description,
     Fidelity,
+    KindModel,
     LayerPeak,
     SystemKind,
     bottleneck,
@@ -77,12 +78,10 @@ class StageModel(StrictModel):
         return float(max(by_bytes, by_ops))
 
 
-class PipelineModel(StrictModel):
+class PipelineModel(KindModel):
     """Model file of ``kind = "pipeline"``."""
 
     kind: Literal["pipeline"]
-    name: str = Field(description="System name, for reports.")
-    description: str = Field("", description="Free text, for reports.")
     stages: Annotated[list[StageModel], Field(min_length=1)]
 
     @model_validator(mode="after")
@@ -148,7 +147,6 @@ class Pipeline(BuiltSystem):
 class PipelineKind(SystemKind):
     """The ``pipeline`` system kind."""
 
-    kind = "pipeline"
     model_type = PipelineModel
     built_type = Pipeline
     implements = (StreamsTarget,)

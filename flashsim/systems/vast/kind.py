@@ -80,7 +80,6 @@ __all__ = [
 class VastKind(SystemKind):
     """The ``vast`` system kind."""
 
-    kind = "vast"
     model_type = VastModel
     built_type = VastSystem
     implements = (IorTarget, Io500Target, JobTarget, ProductionTarget)

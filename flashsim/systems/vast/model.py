@@ -24,10 +24,11 @@ from flashsim.components.fabric_spec import FabricSpec
 from flashsim.components.mds import MetadataSpec
 from flashsim.components.nfs import NfsClientSpec
 from flashsim.components.nic import NicSpec
-from flashsim.components.placement import PlacementSpec
+from flashsim.components.placement import PlacementSpec, placement_field
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.tier import TierSpec
 from flashsim.config import Bytes, NonNegativeSeconds, StrictModel, calibratable
+from flashsim.systems.base import KindModel
 
 
 class CNodeSpec(StrictModel):
@@ -139,18 +140,15 @@ class VastClientSpec(NfsClientSpec):
         ``compute`` groups by default); unused without a client fabric.
     """
 
-    placement: PlacementSpec = Field(
-        default_factory=lambda: PlacementSpec.model_validate({}),
-        description="Which client-fabric groups the client nodes sit in (packed by default).",
+    placement: PlacementSpec = placement_field(
+        "Which client-fabric groups the client nodes sit in (packed by default)."
     )
 
 
-class VastModel(StrictModel):
+class VastModel(KindModel):
     """Model file of ``kind = "vast"``."""
 
     kind: Literal["vast"]
-    name: str = Field(description="System name, for reports.")
-    description: str = Field("", description="Free text, for reports.")
     cnode: CNodeSpec
     dnode: DNodeSpec
     fabric: FabricSpec = Field(
