@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 import shutil
 import subprocess
 import sys
 import tomllib
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterable
 from pathlib import Path
 from typing import Any, Literal, Protocol, get_args
 
@@ -141,6 +142,44 @@ def test_system_kinds_import_no_other_kind() -> None:
             if theirs is not None and theirs != mine:
                 bad.append(f"{module} ({mine or 'shared'}) -> {imported} ({theirs})")
     assert not bad, "system kinds must not import each other: " + "; ".join(bad)
+
+
+def kind_mentions(text: str, kinds: Iterable[str]) -> list[int]:
+    """Numbers (from 1) of the lines of ``text`` that name one of ``kinds``, in any case.
+
+    A name counts where no letter precedes it (``LustreModel``, ``vast_x``, "a Lustre
+    target"), in code, strings, comments and docstrings alike.
+    """
+    pattern = re.compile("|".join(f"(?<![a-z]){re.escape(k)}" for k in kinds), re.IGNORECASE)
+    return [i for i, line in enumerate(text.splitlines(), 1) if pattern.search(line)]
+
+
+def test_no_file_of_a_kind_names_another_kind() -> None:
+    """A kind's package speaks only of itself; the shared modules name no kind (issue 18).
+
+    ``systems/__init__.py`` is the registry and names them all.  A user-facing message
+    may still repeat what the user asked for, in the kind's own words.
+    """
+    from flashsim.systems import SYSTEM_KINDS
+
+    systems = ROOT / "flashsim" / "systems"
+    assert set(SYSTEM_KINDS) <= {p.name for p in systems.iterdir() if p.is_dir()}
+    found: list[str] = []
+    for path in sorted(systems.rglob("*.py")):
+        if path == systems / "__init__.py":
+            continue
+        home = path.relative_to(systems).parts[0]  # a kind's package, or base.py ...
+        lines = path.read_text().splitlines()
+        others = [k for k in SYSTEM_KINDS if k != home]
+        for i in kind_mentions("\n".join(lines), others):
+            found.append(f"{path.relative_to(ROOT)}:{i}: {lines[i - 1].strip()}")
+    assert not found, "say it without naming another kind:\n" + "\n".join(found)
+
+
+def test_kind_mentions_finds_a_name_in_any_case() -> None:
+    text = "x = 1\n# as a VAST DBox does\nLustreModel\nhdd_pipeline\nmultipipeline\n"
+    assert kind_mentions(text, ["vast", "lustre", "pipeline"]) == [2, 3, 4]
+    assert kind_mentions(text, ["toy"]) == []
 
 
 # -------------------------------------------------------------------- cycles

@@ -290,7 +290,7 @@ def test_vast_warns_about_lustre_layout_and_drop_caches() -> None:
     assert result.exit_code in (0, 4), result.output
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning:")]
     assert len(warnings) == 2, result.stderr
-    assert any("layout (Lustre striping) is not modelled" in w for w in warnings)
+    assert any("layout (striping) is not modelled on a vast system" in w for w in warnings)
     assert any("drop_caches = false is not modelled" in w for w in warnings)
 
 

@@ -70,7 +70,7 @@ def check_phase(model: VastModel, phase: Any) -> None:
     if isinstance(phase, IorPhase):
         if phase.layout != FileLayout():
             warn(
-                f"phase {phase.name!r}: layout (Lustre striping) is not modelled on a vast "
+                f"phase {phase.name!r}: layout (striping) is not modelled on a vast "
                 "system: NFS files are spread over the DNodes by the servers, not the client"
             )
         if not phase.drop_caches:

@@ -6,8 +6,8 @@ read-ahead, ``O_DIRECT``, ``rsize``/``wsize`` RPCs spread over the CNodes by
 ``nconnect`` and multipath) and the SCM/QLC tier, exactly as IOR's calls do:
 the path and caps of each kind of call come from
 :meth:`~flashsim.systems.vast.streams.VastStreams.access_stream`, a request
-from :meth:`~flashsim.systems.vast.request.VastRequests.rpc`.  Darshan's
-Lustre striping, when a log has it, does not apply (the servers, not the
+from :meth:`~flashsim.systems.vast.request.VastRequests.rpc`.  A log's
+striping hints, when it has them, do not apply (the servers, not the
 client, spread NFS files over the DNodes).
 
 Objects: one tier object per file (``job:<job name>/<file index>``).  Where

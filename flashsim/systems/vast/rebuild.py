@@ -67,7 +67,7 @@ class VastRebuildPhase(StrictModel):
         0.3,
         description=(
             "Share of each drive's time the rebuild is guaranteed under load (ASSUMED default "
-            "0.3, as the Lustre model's rebuild policy)."
+            "0.3, RebuildPolicy's: Broadcom MegaRAID's default rebuild rate)."
         ),
     )
     load: Literal["read", "idle"] = Field(

@@ -48,8 +48,8 @@ State (kept for the whole run, :mod:`flashsim.components.target_state`):
   ``ec_parity`` (SCM: than ``scm_copies - 1``) lose data.
 
 The rebuild is a flow: in request fidelity reads visit the survivors that
-reconstruct a lost strip but do not queue behind the rebuild (as for Lustre,
-:mod:`flashsim.components.rebuild`).
+reconstruct a lost strip but do not queue behind the rebuild (as for any
+target, :mod:`flashsim.components.rebuild`).
 """
 
 from __future__ import annotations
@@ -156,7 +156,7 @@ class VastPool:
         """Pool drive ``drive`` fails now: out of service, its rebuild starts at once.
 
         A drive rebuilt but not replaced that fails again is taken as replaced
-        first (the drive in its slot fails), as a healthy Lustre target's
+        first (the drive in its slot fails), as a healthy RAID target's
         drive would.  Raises ``ValueError("drive: ...")`` for a drive outside
         the pool or down and not yet rebuilt.
         """
@@ -256,7 +256,7 @@ class VastPool:
         """Share [0, 1] of the failed QLC drives' strips their running rebuilds re-created.
 
         The degraded reads' ``rebuilt_fraction`` (:meth:`ScmQlcTier.degraded_state
-        <flashsim.components.tier.ScmQlcTier.degraded_state>`), as one Lustre
+        <flashsim.components.tier.ScmQlcTier.degraded_state>`), as one RAID
         target's rebuild progress over every drive it has down.
         """
         q = len(self.system.qlc)
@@ -303,7 +303,7 @@ class VastPool:
         """Every drive in service and none down: stop the rebuilds, replace the drives out.
 
         Wear and the SCM buffer are kept.  The ``vast-rebuild`` study starts
-        from a healthy pool this way (as Lustre's ``rebuild`` does).
+        from a healthy pool this way (as a RAID target's rebuild does).
         """
         for rebuild in self._pending.values():
             rebuild.stop()
