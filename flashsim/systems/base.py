@@ -215,13 +215,19 @@ class SystemKind(ABC):
                 f"{cls.__name__}: phase_type is derived from `implements` and `own_phases`; "
                 "declare those instead"
             )
-        if "kind" not in vars(cls) and "model_type" in vars(cls):
-            declared = _kind_literal(cls.model_type)
-            if declared is not None:
-                cls.kind = declared
+        declared = _kind_literal(cls.model_type) if "model_type" in vars(cls) else None
+        if "kind" not in vars(cls) and declared is not None:
+            cls.kind = declared
+        elif declared is not None and cls.kind != declared:
+            raise TypeError(f"{cls.__name__}: kind {cls.kind!r} but its model's is {declared!r}")
         if "implements" not in vars(cls) and "own_phases" not in vars(cls):
             return  # an intermediate class: nothing declared here
-        owner = str(vars(cls).get("kind", cls.__name__))
+        if not isinstance(getattr(cls, "kind", None), str):
+            raise TypeError(
+                f"{cls.__name__}: no kind: give model_type a field kind: Literal['<kind>'] "
+                "(a KindModel) or set kind"
+            )
+        owner = cls.kind
         cls.phase_type = phase_union(owner, cls.implements, cls.own_phases)
         built = vars(cls).get("built_type")
         if isinstance(built, type):
