@@ -1,4 +1,4 @@
-"""A new system kind, added as docs/architecture.md ("A system kind") says, run end to end.
+"""A new system kind, added as docs/architecture.md ("A system kind, step by step") says.
 
 The toy kind is one storage server that clients reach through its NIC ports
 (:class:`~flashsim.components.nic.NicPorts`, a component written once); it
@@ -291,3 +291,11 @@ def test_a_kind_reads_its_name_from_its_model() -> None:
 
             def describe(self, model: KindModel) -> Description:
                 raise NotImplementedError
+
+
+def test_the_walk_through_names_this_test() -> None:
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text()
+    section = doc.split("## A system kind, step by step", 1)[1].split("\n## ", 1)[0]
+    for step in ("KindModel", "BuiltSystem", "SystemKind", "SYSTEM_KINDS", "flashsim.kinds"):
+        assert step in section, step
+    assert "tests/test_toy_kind.py" in section
