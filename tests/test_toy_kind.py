@@ -86,7 +86,7 @@ class ToySystem(BuiltSystem):
     def streams_round_trip_s(self, phase: StreamsPhase) -> float:
         """One request on one port, then the adapter's latency (s)."""
         nic = self.model.nic
-        return nic.service_s(phase.transfer_size, self.direction(phase)) + nic.latency
+        return float(nic.service_s(phase.transfer_size, self.direction(phase)) + nic.latency)
 
     def streams_requests(self, phase: StreamsPhase) -> Callable[[int], Request]:
         """A request takes the next port, then the adapter's latency."""
