@@ -178,12 +178,14 @@ WRITE_BPS = 2 * 100e9 / 8
 READ_BPS = 0.9 * WRITE_BPS
 
 
-def install_plugin(root: Path, monkeypatch: pytest.MonkeyPatch, target: str) -> None:
-    """Install (on ``sys.path``) a distribution whose entry point registers kind ``toy``."""
+def install_plugin(
+    root: Path, monkeypatch: pytest.MonkeyPatch, target: str, name: str = "toy"
+) -> None:
+    """Install (on ``sys.path``) a distribution whose entry point registers kind ``name``."""
     dist = root / "site" / "flashsim_toy_kind-0.1.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: flashsim-toy-kind\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(f"[flashsim.kinds]\ntoy = {target}\n")
+    (dist / "entry_points.txt").write_text(f"[flashsim.kinds]\n{name} = {target}\n")
     monkeypatch.syspath_prepend(str(root / "site"))
 
 
@@ -280,6 +282,16 @@ def test_a_shipped_kind_is_found_without_reading_entry_points(
     assert systems.system_kind("pipeline").kind == "pipeline"
 
 
+def test_a_shipped_kind_wins_over_an_entry_point_of_its_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flashsim.systems import SYSTEM_KINDS, system_kind, system_kinds
+
+    install_plugin(tmp_path, monkeypatch, f"{__name__}:ToyKind", name="pipeline")
+    assert system_kinds()["pipeline"] == SYSTEM_KINDS["pipeline"]
+    assert not isinstance(system_kind("pipeline"), ToyKind)
+
+
 def test_a_kind_reads_its_name_from_its_model() -> None:
     assert ToyKind.kind == "toy"
     with pytest.raises(TypeError, match="kind"):
@@ -299,3 +311,11 @@ def test_the_walk_through_names_this_test() -> None:
     for step in ("KindModel", "BuiltSystem", "SystemKind", "SYSTEM_KINDS", "flashsim.kinds"):
         assert step in section, step
     assert "tests/test_toy_kind.py" in section
+
+
+def test_a_kind_named_unlike_its_model_is_refused() -> None:
+    with pytest.raises(TypeError, match="kind 'toy2' but its model's is 'toy'"):
+
+        class Misnamed(ToyKind):
+            kind = "toy2"
+            model_type = ToyModel
