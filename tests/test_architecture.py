@@ -6,7 +6,7 @@
 * no import cycle exists between the modules of ``flashsim`` (function-level imports
   included), and the cycle finder finds a planted one;
 * every module sits in a layer, and the modules of one system kind
-  (``systems/<kind>.py``, ``systems/<kind>_*.py``) import no other kind's;
+  (the package ``systems/<kind>/``) import no other kind's, nor name one;
 * workloads are registered once: each kind's phase schema is derived from the
   protocols it implements, and the registry refuses inconsistent declarations.
 """
