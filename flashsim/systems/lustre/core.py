@@ -68,7 +68,7 @@ class LustreCore(BuiltSystem):
         self.model = model
         self.servers: dict[int, ServerNode] = {}
         self.clients: dict[int, ClientNode] = {}
-        #: obdfilter-survey bandwidths of a fleet survey, by its settings (lustre_fleet).
+        #: obdfilter-survey bandwidths of a fleet survey, by its settings (fleet.py).
         self.survey_cache: dict[tuple[Any, ...], NDArray[np.float64]] = {}
         #: Failed OSSes and the partner serving their targets (``fail-server`` events).
         self.failed_over: dict[int, int] = {}

@@ -168,7 +168,7 @@ class LustreKind(SystemKind):
         check_model(model)
 
     def check_phase(self, model: LustreModel, phase: Any) -> None:
-        """Indices in the model, stripes within the OSTs, size estimate (lustre_describe)."""
+        """Indices in the model, stripes within the OSTs, size estimate (checks.py)."""
         check_phase(model, phase)
 
     def describe(self, model: LustreModel) -> Description:

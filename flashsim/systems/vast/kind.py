@@ -17,8 +17,8 @@ The kind is split by job:
 * :mod:`flashsim.systems.vast.jobs` -- Darshan replays, many jobs at once and
   production mixes (the job engine's protocol) through the NFS client;
 * :mod:`flashsim.systems.vast.system` -- the built system (IOR protocol);
-* :mod:`flashsim.systems.vast.study`, ``vast_study_units``,
-  ``vast_study_summary`` -- the study phases: units of IOR tests, each on a
+* :mod:`flashsim.systems.vast.study`, ``study_units``,
+  ``study_summary`` -- the study phases: units of IOR tests, each on a
   fresh system, and the figures' numbers;
 * :mod:`flashsim.systems.vast.describe` -- ``flashsim describe`` and the checks;
 * this module -- the kind, and the public names of all of the above.
@@ -105,7 +105,7 @@ class VastKind(SystemKind):
         )
 
     def check(self, model: VastModel) -> None:
-        """Cross-field checks of the model (see :func:`.vast_describe.check_model`)."""
+        """Cross-field checks of the model (see :func:`.describe.check_model`)."""
         check_model(model)
 
     def ior_reproduction(
@@ -119,5 +119,5 @@ class VastKind(SystemKind):
         check_phase(model, phase)
 
     def describe(self, model: VastModel) -> Description:
-        """Component counts and per-layer peaks (see :func:`.vast_describe.describe_model`)."""
+        """Component counts and per-layer peaks (see :func:`.describe.describe_model`)."""
         return describe_model(model)

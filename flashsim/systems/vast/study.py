@@ -133,7 +133,7 @@ def run_grid(
 ) -> pd.DataFrame:
     """Run the bandwidth grid; one row per test (mode, op, N, p, x, t, rep, bandwidth).
 
-    One unit per ``(mode, N, p)``, in that order (:func:`~.vast_study_units.grid_unit`).
+    One unit per ``(mode, N, p)``, in that order (:func:`~.study_units.grid_unit`).
     """
     modes = ["naive", "aged"] if phase.mode == "both" else [phase.mode]
     keys = [(m, n, p) for m in modes for n in phase.nodes for p in phase.ranks_per_node]
@@ -151,7 +151,7 @@ def run_iops_grid(
 ) -> pd.DataFrame:
     """Run Fig. 4's random I/O grid; one row per test (test, N, p, x, rep, iops).
 
-    One unit per ``(N, p)`` (:func:`~.vast_study_units.iops_unit`).
+    One unit per ``(N, p)`` (:func:`~.study_units.iops_unit`).
     """
     keys = [(n, p) for n in phase.nodes for p in phase.ranks_per_node]
     units = [Unit(i, f"vast-iops-grid/N{n}/p{p}", n * p, (n, p)) for i, (n, p) in enumerate(keys)]
@@ -164,7 +164,7 @@ def run_size_sweep(
 ) -> pd.DataFrame:
     """Run Fig. 5's sweep; one row per test (size, SCM fraction, aged, rep, iops).
 
-    One unit per size (:func:`~.vast_study_units.size_unit`), each generated on a
+    One unit per size (:func:`~.study_units.size_unit`), each generated on a
     fresh system in the same steady state, and one more that reads the
     smallest dataset after aging it (the all-QLC reference).
     """

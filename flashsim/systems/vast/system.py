@@ -101,7 +101,7 @@ class VastSystem(VastJobs, VastIo500):
         super().__init__(model, sim, fidelity)
         self.ior = IorRunner(self, fidelity)
         self.studies = studies
-        #: The shared SCM/QLC pool, the system's one stateful target (vast_target).
+        #: The shared SCM/QLC pool, the system's one stateful target (target.py).
         self.pool = VastPool(self)
 
     # ------------------------------------------------------- target state
