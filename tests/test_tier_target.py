@@ -496,3 +496,29 @@ def test_ingested_equals_scm_plus_migrated_for_any_writes(
     assert check.ingested_B == pytest.approx(check.scm_B + check.migrated_B, rel=1e-12)
     held = sum(sum(target.tier.location(f"o{i}")) for i in range(3))
     assert held == pytest.approx(total, rel=1e-9)
+
+
+def test_both_fidelities_reach_the_write_peak() -> None:
+    """Saturated writes: a flow and 16 request writers both get ``peak_Bps("write")``."""
+    spec = spec_of()
+    peak = spec.peak_Bps("write")  # 4 SCM x 2 GB/s / 2 replicas
+    sim = Simulation(seed=1)
+    target = build(sim)
+    cost = target.cost("write", 2**20, True, obj="f")
+    flow = sim.flows.start_flow(8 * GB, target.path(cost), name="f")
+    target.flow_started(cost, flow)
+    sim.run(until=1.0)  # below the hold level: no migration yet
+    assert flow.rate_Bps == pytest.approx(peak, rel=1e-9)
+
+    sim = Simulation(seed=1)
+    target = build(sim)
+    ops = 200
+
+    def writer(w: int) -> Any:
+        for _ in range(ops):
+            yield from target.visit(sim.env, target.cost("write", 2**20, True, obj=f"w{w}"))
+
+    done = sim.env.all_of([sim.env.process(writer(w)) for w in range(16)])
+    sim.run(done)
+    rate = 16 * ops * 2**20 / sim.now
+    assert 0.9 * peak <= rate <= peak * (1 + 1e-9)
