@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from flashsim.components.drive import check_drive_for_phase
 from flashsim.components.fabric_spec import DragonflySpec
 from flashsim.components.hdd import HddSpec
 from flashsim.components.ssd import SsdSpec
@@ -220,6 +221,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
     elif workload in REBUILD_WORKLOADS:
         check_rebuild_phase(n_osts, model.oss.drives_per_target, phase)
     elif isinstance(phase, IorPhase):
+        check_drive_for_phase(model.oss.drive, phase)
         slots = client_slots(model)
         if phase.nodes > slots:
             placement = model.client.placement
