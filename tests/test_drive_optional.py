@@ -129,7 +129,7 @@ def test_an_inline_drive_is_named_as_inline(tmp_path: Path) -> None:
             "write_bandwidth": "1 GB/s",
         }
     )
-    with pytest.raises(ConfigError, match=r"drive 'X' \(given inline in the model file\)"):
+    with pytest.raises(ConfigError, match=r"drive .X. \(given in the model: inline, or edited by --set\)"):
         check_drive_for_phase(drive, Phase())
 
 

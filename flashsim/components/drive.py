@@ -10,7 +10,7 @@ from pydantic import BeforeValidator, Field, ValidationInfo
 from flashsim.components.hdd import HddSpec
 from flashsim.components.ssd import OpKind, SsdSpec
 from flashsim.config import ConfigError, load_toml, validate
-from flashsim.errors import MISSING
+from flashsim.errors import MISSING, warn
 
 DriveSpec = Annotated[SsdSpec | HddSpec, Field(discriminator="kind")]
 
@@ -57,6 +57,37 @@ def load_drive(path: str | Path) -> SsdSpec | HddSpec:
     spec: SsdSpec | HddSpec = validate(DriveSpec, load_toml(path), path)
     spec._file = str(path)
     return spec
+
+
+def check_calibrated_drive(
+    drive: SsdSpec | HddSpec, calibrated_with: str | None, where: str
+) -> None:
+    """Warn (:class:`~flashsim.errors.ModelWarning`) when ``drive`` is not the drive the
+    calibrated parameters of ``where`` were fitted on.
+
+    A model records the drive its stack efficiencies (and per-operation costs,
+    aging fit) were fitted on as ``<where>.calibrated_with``; swapping in
+    another drive keeps those values, which docs/calibration.md says may or
+    may not carry over (a stack efficiency does under the same stack; how a
+    drive beats its datasheet does not).
+
+    Parameters
+    ----------
+    drive : SsdSpec or HddSpec
+        The drive the model now uses.
+    calibrated_with : str or None
+        Name of the drive the fit was made on (``None``: not recorded, no check).
+    where : str
+        Dotted key of the server table, e.g. ``"oss"``.
+    """
+    if calibrated_with is None or drive.name == calibrated_with:
+        return
+    warn(
+        f"{where}.drive is {drive.name!r}, but {where}'s calibrated parameters (stack "
+        f"efficiencies, per-operation costs, aging) were fitted on {calibrated_with!r} "
+        f"({where}.calibrated_with): they carry over unchanged; docs/calibration.md says "
+        "which hold for another drive"
+    )
 
 
 #: Smallest operation a drive file without IOPS is trusted for (bytes): the command stage is
@@ -108,7 +139,7 @@ def check_drive_for_phase(drive: SsdSpec | HddSpec, phase: Any) -> None:
     op, why = use
     if drive.known_iops(op) is not None:
         return
-    where = drive._file or "given inline in the model file"
+    where = drive._file or "given in the model: inline, or edited by --set"
     name = getattr(phase, "name", "")
     raise ConfigError(
         f"drive {drive.name!r} ({where})",
@@ -139,6 +170,7 @@ __all__ = [
     "Drive",
     "DriveField",
     "DriveSpec",
+    "check_calibrated_drive",
     "check_drive_for_phase",
     "drive_use",
     "load_drive",
