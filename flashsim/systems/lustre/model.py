@@ -103,7 +103,8 @@ class ServerSpec(StrictModel):
         None,
         description="Name of the drive (its file's `name`) the calibrated stack parameters "
         "were fitted on; a model with another `drive` warns that they carry over unchanged "
-        "(docs/calibration.md says which hold). Unset: no check.",
+        "(docs/calibration.md says which hold). Unset: no check; checked for `oss`, whose "
+        "values Perlmutter's fit.",
     )
     drive_link: PcieLink | None = None
     raid: RaidSpec
