@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from flashsim.components.drive import check_drive_for_phase, drive_use, load_drive
+from flashsim.components.ssd import SsdSpec
 from flashsim.config import ConfigError
 from flashsim.scenario import load_system_model, run_scenario
+from flashsim.workloads.ior import IorDetails
 from tests.cli_helpers import ROOT, run_flashsim
 from tests.lustre_scenario import write_scenario
 
@@ -46,6 +48,7 @@ def _scenario(tmp_path: Path, drive: Path, body: str) -> Path:
 
 def test_a_drive_file_without_iops_loads_and_its_command_stage_never_binds(tmp_path: Path) -> None:
     drive = load_drive(_bandwidth_only(tmp_path))
+    assert isinstance(drive, SsdSpec)
     assert drive.known_iops("read") is None and drive.known_iops("write") is None
     assert math.isinf(drive.iops("read"))
     assert drive.cmd_s("write", 131072.0) == 0.0
@@ -65,7 +68,9 @@ def test_a_bandwidth_study_runs_on_it_and_gets_the_datasheet_drives_numbers(
     for a, b in zip(without.phases, full.phases, strict=True):
         assert a.bandwidth_Bps == pytest.approx(b.bandwidth_Bps, rel=1e-9)
         assert a.bandwidth_Bps > 0
-    assert without.phases[0].extra.iops_efficiency is None  # no IOPS to compare with
+    details = without.phases[0].extra
+    assert isinstance(details, IorDetails)
+    assert details.iops_efficiency is None  # no IOPS to compare with
 
 
 @pytest.mark.parametrize(
@@ -118,8 +123,6 @@ def test_an_inline_drive_is_named_as_inline(tmp_path: Path) -> None:
         access = "random"
         transfer_size = 4096.0
 
-    from flashsim.components.ssd import SsdSpec
-
     drive = SsdSpec.model_validate(
         {
             "kind": "ssd",
@@ -129,7 +132,8 @@ def test_an_inline_drive_is_named_as_inline(tmp_path: Path) -> None:
             "write_bandwidth": "1 GB/s",
         }
     )
-    with pytest.raises(ConfigError, match=r"drive .X. \(given in the model: inline, or edited by --set\)"):
+    inline = r"drive .X. \(given in the model: inline, or edited by --set\)"
+    with pytest.raises(ConfigError, match=inline):
         check_drive_for_phase(drive, Phase())
 
 

@@ -46,6 +46,7 @@ def test_describe_shows_the_link_after_overhead() -> None:
     loaded = load_system_model(ROOT / "models/systems/cori-datawarp.toml")
     layers = loaded.kind.describe(loaded.model).layers
     link = next(la for la in layers if la.layer.startswith("PCIe drive links"))
+    assert link.read_Bps is not None
     per_drive = link.read_Bps / link.count
     assert per_drive == pytest.approx(4 * 8e9 * 128 / 130 / 8 * 256 / 276)
     assert "3.65 GB/s per drive" in link.note

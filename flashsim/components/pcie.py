@@ -60,7 +60,7 @@ class PcieLink(StrictModel):
     generation: Annotated[int, Field(ge=1, le=5)]
     lanes: Annotated[int, Field(ge=1, le=32)]
     protocol_efficiency: UnitFraction = Field(
-        PCIE_PROTOCOL_EFFICIENCY,
+        default=PCIE_PROTOCOL_EFFICIENCY,
         description="Fraction of the encoded rate that carries data after TLP framing, header "
         "and LCRC: 256/(256+20) = 0.928 for a 256-byte max payload (Intel AN 456 §1.1.2, "
         "Xilinx WP350); 128/148 = 0.865 for 128 bytes.",
