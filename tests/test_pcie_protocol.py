@@ -6,7 +6,7 @@ import pytest
 
 from flashsim.components.pcie import PCIE_PROTOCOL_EFFICIENCY, PcieLink
 from flashsim.config import ConfigError, validate
-from flashsim.scenario import load_system_model
+from flashsim.scenario import load_system_model, run_scenario
 from tests.cli_helpers import ROOT
 
 
@@ -50,3 +50,16 @@ def test_describe_shows_the_link_after_overhead() -> None:
     per_drive = link.read_Bps / link.count
     assert per_drive == pytest.approx(4 * 8e9 * 128 / 130 / 8 * 256 / 276)
     assert "3.65 GB/s per drive" in link.note
+
+
+def test_a_binding_drive_link_delivers_its_data_rate_not_its_encoded_rate() -> None:
+    """obdfilter-survey read on Gen3 x2 drive links (1.97 GB/s encoded < 3.5 GB/s drives):
+    12 links x 1.97 GB/s x 256/276 = 21.9 GB/s (23.6 GB/s before the protocol overhead)."""
+    result = run_scenario(
+        ROOT / "scenarios/perlmutter/obdfilter-survey.toml",
+        {"system.oss.drive_link.generation": "3"},
+    )
+    read = next(p for p in result.phases if p.name == "obdfilter-read")
+    line = PcieLink(generation=3, lanes=2).line_Bps
+    assert read.bandwidth_Bps == pytest.approx(12 * line * PCIE_PROTOCOL_EFFICIENCY, rel=1e-6)
+    assert {b.kind for b in read.bottlenecks} == {"pcie"}
