@@ -201,7 +201,7 @@ def scenario_from_data(
         )
         for i, (raw, _) in enumerate(split)
     ]
-    check_phases(p, [raw for raw, _ in split], system, phases, spec.seed, spec.fidelity)
+    check_phases(p, [raw for raw, _ in split], system, phases, spec.seed)
     timed = [
         TimedPhase(i, _phase_name(phase, i), phase, timing)
         for i, (phase, (_, timing)) in enumerate(zip(phases, split, strict=True))
@@ -246,21 +246,14 @@ def timed_phases(scenario: LoadedScenario) -> list[TimedPhase]:
 
 
 def check_phases(
-    path: Path,
-    raw: list[dict[str, Any]],
-    system: LoadedModel,
-    phases: list[Any],
-    seed: int = 0,
-    fidelity: str | None = None,
+    path: Path, raw: list[dict[str, Any]], system: LoadedModel, phases: list[Any], seed: int = 0
 ) -> None:
     """Checks across phases and against the model, before anything is built.
 
     Phase names are unique (``--set phases.<name>.key`` addresses them), a read
     of a ``dataset`` follows a write of it, and the system kind's
     :meth:`~flashsim.systems.base.SystemKind.check_phase` accepts each phase
-    (indices within the model, resources the run would need); a phase that
-    may override the scenario's ``fidelity`` and does not is checked with it
-    filled in (a drive without IOPS cannot serve requests).  Traces (Darshan
+    (indices within the model, resources the run would need).  Traces (Darshan
     logs) are read here, so a corrupt one is a bad input (exit 2), not a failed run;
     in a scenario with no file of its own (``path`` names a command, as
     ``flashsim replay`` does), a bad log is named by its own path alone.
@@ -299,9 +292,7 @@ def check_phases(
                 )
         try:
             read_phase_traces(phase, seed)
-            own = getattr(phase, "fidelity", False) is None and fidelity is not None
-            checked = phase.model_copy(update={"fidelity": fidelity}) if own else phase
-            system.kind.check_phase(system.model, checked)
+            system.kind.check_phase(system.model, phase)
             check_work(phase)
         except ValueError as exc:
             key, _, message = str(exc).partition(": ")

@@ -147,15 +147,3 @@ def test_describe_works_on_a_bandwidth_only_drive(tmp_path: Path) -> None:
     proc = run_flashsim("describe", str(model), "--json", "--set", f"oss.drive={drive}")
     assert proc.returncode == 0, proc.stderr
     json.loads(proc.stdout)
-
-
-def test_a_scenario_at_request_fidelity_needs_the_iops_of_every_ior_phase(tmp_path: Path) -> None:
-    drive = _bandwidth_only(tmp_path)
-    path = _scenario(tmp_path, drive, _ior("sr", "read", "sequential", "1 MiB"))
-    path.write_text(path.read_text().replace('fidelity = "flow"', 'fidelity = "request"'))
-    proc = run_flashsim("run", str(path))
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.strip() == (
-        f"error: drive 'Samsung PM1733 15.36TB' ({drive}): read_iops is needed by phase 'sr' "
-        "(1024 KiB reads at request fidelity); add it to the drive file"
-    )
