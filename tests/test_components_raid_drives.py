@@ -66,10 +66,12 @@ def test_gridraid_capacity_and_minimum_drives() -> None:
 
 
 def test_pcie_gen4_x2_equals_gen3_x4() -> None:
-    gen4x2 = PcieLink(generation=4, lanes=2).bandwidth_Bps
-    gen3x4 = PcieLink(generation=3, lanes=4).bandwidth_Bps
+    gen4x2 = PcieLink(generation=4, lanes=2).line_Bps
+    gen3x4 = PcieLink(generation=3, lanes=4).line_Bps
     assert gen4x2 == pytest.approx(2 * 16e9 * 128 / 130 / 8)
     assert gen4x2 == pytest.approx(gen3x4)
+    usable = PcieLink(generation=4, lanes=2).bandwidth_Bps
+    assert usable == pytest.approx(PcieLink(generation=3, lanes=4).bandwidth_Bps)
 
 
 def pm1733() -> SsdSpec:

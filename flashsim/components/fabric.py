@@ -145,6 +145,8 @@ class Fabric(RequestRouting):
         spec = self.spec
         if isinstance(spec, SwitchFabricSpec):
             note = f"switch fabric: {spec.switches} switches"
+            if not spec.binding:
+                note += " of unknown bandwidth (assumed never to bind: no resource built)"
         elif isinstance(spec, FatTreeSpec):
             note = (
                 f"fat tree: {spec.leaves} leaves x {spec.uplinks_per_leaf} uplinks, "
@@ -155,6 +157,17 @@ class Fabric(RequestRouting):
             counts = ", ".join(f"{roles.count(r)} {r}" for r in dict.fromkeys(roles))
             note = f"dragonfly: {len(roles)} groups ({counts}), {self.routing} routing"
         return note + self._background.note()
+
+    def bound_caveat(self) -> str:
+        """What a bound from :meth:`describe_bound_Bps` leaves out, for ``describe`` notes.
+
+        ``"; switch bandwidth unknown: assumed never to bind"`` for a switch
+        fabric of ``switch_bandwidth = "unknown"`` (its bound is ``inf``); empty
+        otherwise.
+        """
+        if isinstance(self.spec, SwitchFabricSpec) and not self.spec.binding:
+            return "; switch bandwidth unknown: assumed never to bind"
+        return ""
 
     def group_of(self, endpoint: str) -> GroupId:
         """The group an attached endpoint is in."""

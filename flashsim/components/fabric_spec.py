@@ -147,17 +147,24 @@ def check_background(
 class SwitchFabricSpec(StrictModel):
     """A set of switches that traffic is spread over (one aggregate resource).
 
-    This is the NVMe fabric of the VAST-like system (``FabricSpec`` in
-    :mod:`flashsim.systems.vast`): one resource of ``switches *
-    switch_bandwidth`` bytes/s and ``latency`` per traversal.
+    Any fabric crossed once by every transfer: a storage system's own
+    back-end switches (a VAST NVMe-oF fabric, a burst buffer's), or a compute
+    network summarised by its aggregate capacity.  It is one resource of
+    ``switches * switch_bandwidth`` bytes/s and ``latency`` per traversal.
+
+    Where the capacity is not known, ``switch_bandwidth = "unknown"`` builds
+    no resource: the fabric is assumed never to bind (traffic pays only its
+    ``latency``), and ``describe`` says so, rather than a bandwidth invented
+    to stay out of the way.
     """
 
     topology: Literal["switch"] = Field(description='Fabric kind: "switch".')
     switches: Annotated[int, Field(ge=1)] = Field(
         description="Switches traffic is spread over (>= 1)."
     )
-    switch_bandwidth: Bandwidth = Field(
-        description='Switching capacity of one switch, bytes/s (e.g. "12.8 Tb/s").'
+    switch_bandwidth: Bandwidth | Literal["unknown"] = Field(
+        description='Switching capacity of one switch, bytes/s (e.g. "12.8 Tb/s"); "unknown" '
+        "builds no bandwidth resource: the fabric is assumed never to bind (describe says so)."
     )
     latency: NonNegativeSeconds = Field("0 s", description="Seconds per traversal of the fabric.")
     background: list[BackgroundJobSpec] = Field(
@@ -170,6 +177,11 @@ class SwitchFabricSpec(StrictModel):
     def _check_background(self) -> SwitchFabricSpec:
         check_background(self.background, {"all": 1})
         return self
+
+    @property
+    def binding(self) -> bool:
+        """Whether the switches are a bandwidth resource (``False``: bandwidth unknown)."""
+        return self.switch_bandwidth != "unknown"
 
 
 class FatTreeSpec(StrictModel):

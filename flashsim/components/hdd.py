@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from flashsim.config import Bandwidth, Bytes, Seconds, StrictModel
 
@@ -39,6 +39,8 @@ class HddSpec(StrictModel):
     kind: Literal["hdd"]
     name: str
     description: str = Field("", description="Free text, for reports.")
+    #: The drive file the datasheet was read from (empty: given inline), for messages.
+    _file: str = PrivateAttr("")
     capacity: Bytes
     rpm: float
     average_seek_read: Seconds

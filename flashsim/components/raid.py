@@ -110,6 +110,26 @@ class RaidSpec(StrictModel):
             return self.mirrors
         return self.data
 
+    def label(self, drives: int | None = None) -> str:
+        """What the layout is, for ``describe``: ``raid6 8+2 +1 spare``, ``raid10 6x2 mirrors``,
+        ``raid0 x4``.
+
+        Parameters
+        ----------
+        drives : int or None
+            Drives in the target; a ``raid10`` array is ``drives / mirrors`` mirror
+            sets of ``mirrors`` drives (without it, the label names the copies only).
+        """
+        spare = f" +{self.spares} spare" if self.spares else ""
+        if self.level == "raid6":
+            return f"raid6 {self.data}+{self.parity}{spare}"
+        if self.level == "raid10":
+            if drives is None:
+                return f"raid10 {self.mirrors}-way mirrors{spare}"
+            sets = (drives - self.spares) // self.mirrors
+            return f"raid10 {sets}x{self.mirrors} mirrors{spare}"
+        return f"raid0 x{self.data} (no protection)"
+
     def min_drives(self) -> int:
         """Fewest drives the layout needs (a stripe plus its spares)."""
         return self.stripe_drives + self.spares

@@ -153,10 +153,13 @@ class SwitchTopology(Topology):
         self.group_roles = ["all"]
         self.group_capacity = [None]
         self.hop_latency_s = float(spec.latency)
-        self._switch = self._bundle(name, spec.switches, spec.switch_bandwidth)
+        # Bandwidth "unknown": no bundle, so a transfer crosses no resource (one hop of latency).
+        self._switch: tuple[str, ...] = ()
+        if spec.switch_bandwidth != "unknown":
+            self._switch = (self._bundle(name, spec.switches, spec.switch_bandwidth),)
 
     def _minimal(self, a: GroupId, b: GroupId) -> list[Route]:
-        return [Route((self._switch,), 1)]
+        return [Route(self._switch, 1)]
 
 
 class FatTreeTopology(Topology):

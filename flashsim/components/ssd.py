@@ -9,7 +9,12 @@ Service model (both fidelities), two stages:
 * data stage: one data path that moves ``s`` bytes in ``s / bw`` seconds, so
   it saturates at the datasheet's sequential bandwidth.
 
-The drive therefore saturates at ``min(iops, bw / s)`` operations/s.  A pure
+The drive therefore saturates at ``min(iops, bw / s)`` operations/s.  A drive
+file may leave the IOPS out (a bandwidth-only datasheet): the command stage is
+then taken as never binding (``cmd_s = 0``), which holds for the large
+sequential transfers a datasheet's bandwidth is measured with; a phase whose
+operations are random, small or served at request fidelity refuses to run on
+such a drive (:func:`flashsim.components.drive.check_drive_for_phase`).  A pure
 access latency that holds nothing tops the zero-load latency up to the
 datasheet value, which gives the queue-depth behaviour: at queue depth ``q``
 the drive delivers about ``q / latency`` operations/s until a stage saturates.
@@ -21,10 +26,11 @@ factor scales write service times (1.0 for a fresh drive).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from flashsim.config import (
     Bandwidth,
@@ -51,8 +57,10 @@ class SsdSpec(StrictModel):
         User capacity in bytes.
     read_bandwidth, write_bandwidth : float
         Sequential bandwidth in bytes/s.
-    read_iops, write_iops : float
-        Random 4 KiB operations/s at high queue depth.
+    read_iops, write_iops : float or None
+        Random 4 KiB operations/s at high queue depth; ``None`` (left out of
+        the file): unknown, the command stage never binds, and phases that
+        need it refuse to run.
     read_latency, write_latency : float
         Zero-load latency (s) of a 4 KiB access.
     parallelism : int
@@ -75,11 +83,13 @@ class SsdSpec(StrictModel):
     kind: Literal["ssd"]
     name: str
     description: str = Field("", description="Free text, for reports.")
+    #: The drive file the datasheet was read from (empty: given inline), for messages.
+    _file: str = PrivateAttr("")
     capacity: Bytes
     read_bandwidth: Bandwidth
     write_bandwidth: Bandwidth
-    read_iops: OpRate
-    write_iops: OpRate
+    read_iops: OpRate | None = None
+    write_iops: OpRate | None = None
     read_latency: NonNegativeSeconds = "0 s"
     write_latency: NonNegativeSeconds = "0 s"
     parallelism: Annotated[int, Field(ge=1)] = 32
@@ -115,12 +125,20 @@ class SsdSpec(StrictModel):
         """Sequential bytes/s for ``op``."""
         return float(self.read_bandwidth if op == "read" else self.write_bandwidth)
 
+    def known_iops(self, op: OpKind) -> float | None:
+        """Random 4 KiB operations/s for ``op`` as the drive file gives it (``None``: left out)."""
+        value = self.read_iops if op == "read" else self.write_iops
+        return None if value is None else float(value)
+
     def iops(self, op: OpKind) -> float:
-        """Random operations/s for ``op``."""
-        return float(self.read_iops if op == "read" else self.write_iops)
+        """Random operations/s for ``op``; ``inf`` when the file leaves it out (no command
+        stage limit: :meth:`cmd_s` is 0)."""
+        value = self.known_iops(op)
+        return math.inf if value is None else value
 
     def cmd_s(self, op: OpKind, size_B: float) -> float:
-        """Time (s) one internal unit is held per command: ``parallelism / iops``."""
+        """Time (s) one internal unit is held per command: ``parallelism / iops`` (0 when the
+        IOPS are unknown)."""
         return self.parallelism / self.iops(op)
 
     def xfer_s(self, op: OpKind, size_B: float) -> float:
@@ -151,7 +169,8 @@ class SsdSpec(StrictModel):
         return self.flash_write_Bps / float(self.write_bandwidth)
 
     def random_iops_ceiling(self, op: OpKind, size_B: float) -> float:
-        """Saturated operations/s for ``size_B``-byte operations: ``min(iops, bw / size)``."""
+        """Saturated operations/s for ``size_B``-byte operations: ``min(iops, bw / size)``
+        (``bw / size`` when the IOPS are unknown: an upper bound)."""
         return min(self.iops(op), self.bandwidth_Bps(op) / size_B)
 
 

@@ -724,7 +724,9 @@ class IorRunner:
             mean_response_s=reps[-1].mean_response_s if timed else None,
             p99_response_s=reps[-1].p99_response_s if timed else None,
             bandwidth_efficiency=mean_bw / peak_bw if peak_bw else None,
-            iops_efficiency=mean_iops / peak_iops if peak_iops else None,
+            iops_efficiency=mean_iops / peak_iops
+            if peak_iops and math.isfinite(peak_iops)
+            else None,
         )
         return PhaseResult(
             name=phase.name,

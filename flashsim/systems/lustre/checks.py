@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from flashsim.components.drive import check_calibrated_drive, check_drive_for_phase
 from flashsim.components.fabric_spec import DragonflySpec
 from flashsim.components.hdd import HddSpec
 from flashsim.components.ssd import SsdSpec
@@ -121,6 +122,7 @@ def check_model(model: LustreModel) -> None:
             f"client.lustre.stripe_size = {model.client.lustre.stripe_size:g} B is not "
             "modelled: RPCs are spread evenly over a file's stripes whatever the stripe size"
         )
+    check_calibrated_drive(oss.drive, oss.calibrated_with, "oss")  # after every error
 
 
 #: Lustre's default stripe size (``lfs setstripe -S``), the one the model's even spread of
@@ -220,6 +222,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
     elif workload in REBUILD_WORKLOADS:
         check_rebuild_phase(n_osts, model.oss.drives_per_target, phase)
     elif isinstance(phase, IorPhase):
+        check_drive_for_phase(model.oss.drive, phase)
         slots = client_slots(model)
         if phase.nodes > slots:
             placement = model.client.placement

@@ -65,7 +65,7 @@ def describe_model(model: LustreModel) -> Description:
                 raw_w / raid.full_stripe_write_weight(),
                 n * drive.random_iops_ceiling("read", page) * scale,
                 n * scale / max(drive_time_rmw, 1e-30),
-                f"{raid.level} {raid.data}+{raid.parity}+{raid.spares}: writes x"
+                f"{raid.label(oss.drives_per_target)}: writes x"
                 f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {_op_note(rmw)}",
             )
         )

@@ -39,7 +39,7 @@ def fabric_bounds(model: LustreModel) -> tuple[float, float, str]:
     note = (
         f"{fabric.routing} routing, clients in {len(used)} {placement.role} group(s), "
         f"servers in {io_groups} io group(s)"
-    )
+    ) + fabric.bound_caveat()
     return write, read, note
 
 

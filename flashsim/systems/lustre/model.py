@@ -100,6 +100,13 @@ class ServerSpec(StrictModel):
     targets_per_server: Annotated[int, Field(ge=1)] = 1
     drives_per_target: Annotated[int, Field(ge=1)]
     drive: DriveField
+    calibrated_with: str | None = Field(
+        None,
+        description="Name of the drive (its file's `name`) the calibrated stack parameters "
+        "were fitted on; a model with another `drive` warns that they carry over unchanged "
+        "(docs/calibration.md says which hold). Unset: no check; checked for `oss`, whose "
+        "values Perlmutter's fit.",
+    )
     drive_link: PcieLink | None = None
     raid: RaidSpec
     cpu: CpuSpec
