@@ -115,9 +115,9 @@ def test_spec_peaks_capacity_and_label() -> None:
 
 
 def test_spec_peaks_follow_links_and_compression() -> None:
-    # A PCIe 3 x1 link (0.985 GB/s) binds every drive.
+    # A PCIe 3 x1 link (0.985 GB/s encoded, 256/276 of it after the protocol) binds every drive.
     linked = spec_of(drive_link={"generation": 3, "lanes": 1})
-    link = 8e9 * 128 / 130 / 8
+    link = 8e9 * 128 / 130 / 8 * 256 / 276
     assert linked.peak_Bps("write") == pytest.approx(4 * link / 2)
     assert linked.peak_Bps("read") == pytest.approx(12 * link)
     # Data of 2 bits/byte compresses to 1/4: four logical bytes per byte read.
