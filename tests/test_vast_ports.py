@@ -13,11 +13,12 @@ from collections import defaultdict
 
 import pytest
 
-from flashsim.components.nic import NicPorts
+from flashsim.components.nic import Direction, NicPorts
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.bottlenecks import infer_kind, mark, phase_loads
 from flashsim.scenario import load_system_model
+from flashsim.systems.vast.describe import describe_model
 from flashsim.systems.vast.kind import VastSystem
 from flashsim.systems.vast.study_units import ior_phase as _ior
 
@@ -132,3 +133,22 @@ def test_a_port_bound_write_binds_at_the_client_port_in_both_fidelities() -> Non
         rates[fidelity] = result.bandwidth_Bps
     assert rates["flow"] > 0.95e9
     assert rates["request"] == pytest.approx(rates["flow"], rel=0.03)
+
+
+def test_describes_port_layers_are_the_built_ports_in_parallel() -> None:
+    """``describe``'s port peaks are the sums of the built ports' capacities (run <= describe)."""
+    system = build()
+    layers = {layer.layer: layer for layer in describe_model(system.model).layers}
+    net = system.net
+
+    def total(nics: list[NicPorts], direction: Direction) -> float:
+        return sum(float(r.capacity_Bps or 0.0) for n in nics for r in n.flow[direction])
+
+    assert layers["client HCAs"].read_Bps == pytest.approx(total(net.client_nics, "ingress"))
+    cnode = layers["CNode client ports"]
+    assert cnode.read_Bps == pytest.approx(total(net.cnode_client_nics, "egress"))
+    assert cnode.note == "1 x 100 Gb/s per CNode"
+    fabric = layers["CNode fabric ports"]
+    assert fabric.read_Bps == pytest.approx(total(net.cnode_fabric_nics, "ingress"))
+    assert fabric.note.startswith("4 x 50 Gb/s per CNode")
+    assert layers["DNode fabric ports"].read_Bps == pytest.approx(total(net.dnode_nics, "egress"))
