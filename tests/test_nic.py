@@ -37,7 +37,8 @@ def test_ports_in_parallel_are_the_nodes_aggregate() -> None:
     nic = NicPorts(sim, "n", spec)
     path = nic.path("egress", 0.5)
     assert [w for _, w in path] == [0.125] * 4
-    assert min(r.capacity_Bps / w for r, w in path) == pytest.approx(spec.node_Bps("egress") / 0.5)
+    rates = [float(r.capacity_Bps or 0.0) / w for r, w in path]
+    assert min(rates) == pytest.approx(spec.node_Bps("egress") / 0.5)
 
 
 def test_a_request_takes_the_next_port_and_queues_there() -> None:
