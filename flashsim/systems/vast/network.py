@@ -161,6 +161,7 @@ class VastNetwork:
             tuple[int, tuple[int, ...], bool], tuple[tuple[Entry, ...], tuple[Entry, ...]]
         ] = {}
         self._route_cache: dict[tuple[tuple[int, ...], bool, bytes], tuple[Entry, ...]] = {}
+        self._migration_cache: dict[tuple[bytes, bytes], tuple[Entry, ...]] = {}
         self._front_rtt: dict[tuple[int, tuple[int, ...]], float] = {}
         self._per_byte: dict[tuple[str, str, str], float] = {}
         self._back_rtt_s = self.back.latency_s(
@@ -295,6 +296,29 @@ class VastNetwork:
         entries = cn + fabric + dn if to_dnodes else dn + fabric + cn
         self._route_cache[key] = tuple(entries)
         return entries
+
+    def migration_route(self, from_dnodes: FloatArray, to_dnodes: FloatArray) -> PathEntries:
+        """Flow entries of bytes read from the DNodes into every CNode and written back out.
+
+        :meth:`back_route` from the DNodes (``from_dnodes[d]`` bytes per
+        migrated byte) and to them (``to_dnodes[d]``), through all CNodes
+        evenly, a resource crossed both ways counted once with both weights
+        (a switch fabric is one resource).  Kept per pair of weight vectors
+        (migration runs at a few compressed fractions).
+        """
+        key = (from_dnodes.tobytes(), to_dnodes.tobytes())
+        cached = self._migration_cache.get(key)
+        if cached is None:
+            if len(self._migration_cache) >= _BACK_CACHE_SIZE:
+                self._migration_cache.clear()
+            everyone = range(len(self.cnodes))
+            cached = self._migration_cache[key] = tuple(
+                merge(
+                    self.back_route(everyone, from_dnodes, to_dnodes=False)
+                    + self.back_route(everyone, to_dnodes, to_dnodes=True)
+                )
+            )
+        return list(cached)
 
     def back_rtt_s(self) -> float:
         """Zero-load NVMe-fabric round trip (s): a traversal out and one back.

@@ -63,7 +63,7 @@ from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Fidelity
 from flashsim.systems.vast.model import VastModel, ssd
-from flashsim.systems.vast.network import VastNetwork, merge
+from flashsim.systems.vast.network import VastNetwork
 from flashsim.workloads.ior import IorPhase
 
 
@@ -192,11 +192,7 @@ class VastTopology(BuiltSystem):
     def _migration_extra(self, c: float) -> list[tuple[Resource, float]]:
         width = self.tier.stripe_width(c)
         out = c * width / (width - self.model.tier.ec_parity)
-        everyone = range(self.model.cnode.count)
-        return merge(
-            self.net.back_route(everyone, self.scm_share, to_dnodes=False)
-            + self.net.back_route(everyone, out * self.qlc_share, to_dnodes=True)
-        )
+        return self.net.migration_route(self.scm_share, out * self.qlc_share)
 
     def _read_path(
         self, client: int, where: ReadWeights, size_B: float = 0.0
