@@ -225,6 +225,23 @@ def test_minimal_compute_to_io_crosses_one_global_link() -> None:
     assert fabric.latency_s("c0", "login") == pytest.approx(4e-6)
 
 
+def test_cross_visits_the_route_and_minimal_service_is_its_zero_load_time() -> None:
+    """The request helpers every kind shares: a minimal route's service, crossed as queues."""
+    sim, fabric = build(perlmutter(routing="minimal"))
+    size = 1e6
+    # Compute to I/O: one global-link bundle of 4 x 200 Gb/s links, one link per request.
+    assert fabric.minimal_service_s("c0", "s0", size) == pytest.approx(size / 25e9)
+    assert fabric.minimal_service_s("c0", "c1", size) == 0.0
+    # No compute<->service links: two global hops through an I/O group.
+    assert fabric.minimal_service_s("c0", "login", size) == pytest.approx(2 * size / 25e9)
+    rng = sim.rng("t")
+    done = [sim.env.process(fabric.cross("c0", "s0", size, rng)) for _ in range(5)]
+    sim.env.run()
+    assert all(p.processed for p in done)
+    # Five requests on four links: the fifth waits for a link.
+    assert sim.env.now == pytest.approx(2 * size / 25e9)
+
+
 def test_valiant_splits_evenly_over_two_legs() -> None:
     _, fabric = build(perlmutter(routing="valiant"))
     path = dict((r.name, w) for r, w in fabric.path("c0", "s0", share=0.6))

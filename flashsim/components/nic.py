@@ -105,31 +105,36 @@ class NicPorts:
     """A node's NIC ports in both fidelities: a flow resource and a queue per port and direction.
 
     Traffic is striped over the ports (multi-rail): a flow crosses every port
-    with weight ``share / ports``; a request takes one port, in turn.
+    with weight ``share / ports``; a request takes one port, in turn.  A
+    node with two adapter sets (a VAST CNode: client ports and NVMe-fabric
+    ports) names them apart with ``label``.
 
     Parameters
     ----------
     sim : Simulation
         The simulation the ports live in.
     name : str
-        Dotted name of the node (ports are ``{name}.nic{p}.{direction}``).
+        Dotted name of the node (ports are ``{name}.{label}{p}.{direction}``).
     spec : NicSpec
         The adapters.
+    label : str
+        Name of the node's port set, ``"nic"`` unless the node has several
+        (``vast-pdsw21.cnode2.fabric_nic3.egress``).
     """
 
-    def __init__(self, sim: Simulation, name: str, spec: NicSpec) -> None:
+    def __init__(self, sim: Simulation, name: str, spec: NicSpec, label: str = "nic") -> None:
         self.name = name
         self.spec = spec
         directions: tuple[Direction, Direction] = ("ingress", "egress")
         self.flow: dict[Direction, list[Resource]] = {
             d: [
-                sim.flows.add_resource(f"{name}.nic{p}.{d}", spec.port_Bps(d))
+                sim.flows.add_resource(f"{name}.{label}{p}.{d}", spec.port_Bps(d))
                 for p in range(spec.ports)
             ]
             for d in directions
         }
         self.queues: dict[Direction, list[FifoQueue]] = {
-            d: [FifoQueue(sim.env, f"{name}.nic{p}.{d}") for p in range(spec.ports)]
+            d: [FifoQueue(sim.env, f"{name}.{label}{p}.{d}") for p in range(spec.ports)]
             for d in directions
         }
         self._turn = itertools.count()
@@ -138,8 +143,12 @@ class NicPorts:
         """Flow path of ``share`` of a transfer through the ports in ``direction``."""
         return [(r, share / self.spec.ports) for r in self.flow[direction]]
 
+    def service_s(self, direction: Direction, size_B: float) -> float:
+        """Request fidelity: seconds one port is busy with ``size_B`` bytes in ``direction``."""
+        return self.spec.service_s(size_B, direction)
+
     def visit(self, direction: Direction, size_B: float) -> simpy.Event:
         """Request fidelity: ``size_B`` bytes through the next port in ``direction``."""
         ports = self.queues[direction]
         queue = ports[next(self._turn) % len(ports)]
-        return queue.visit(size_B / self.spec.port_Bps(direction))
+        return queue.visit(self.service_s(direction, size_B))

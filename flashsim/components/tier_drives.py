@@ -256,9 +256,9 @@ def build_tier_drives(
         for j in range(n_qlc):
             name = f"{prefix}.qlc{j}"
             drives.qlc.append(flows.add_resource(name, qlc_spec.read_bandwidth))
-            drives.qlc_ops.append(
-                flows.add_resource(f"{name}.ops", qlc_spec.read_iops * read_chunk_B)
-            )
+            read_iops = qlc_spec.known_iops("read")
+            if read_iops is not None:  # a drive file without IOPS: no operation-rate limit
+                drives.qlc_ops.append(flows.add_resource(f"{name}.ops", read_iops * read_chunk_B))
             if drive_link is not None:
                 drives.qlc_links.append(link(name))
             drives.qlc_group.append(g)

@@ -201,7 +201,7 @@ class TierTargetSpec(TierSpec):
             return self.scm_drives * per / self.scm_copies
         n = self._read_drives()
         bw = n * min(float(self.qlc.read_bandwidth), link) / self._compressed()
-        ops = n * float(self.qlc.read_iops) * float(self.read_chunk)
+        ops = n * self.qlc.iops("read") * float(self.read_chunk)
         return min(bw, ops)
 
     def peak_iops(self, op: OpKind, size_B: float = 4096.0) -> float:
@@ -216,11 +216,11 @@ class TierTargetSpec(TierSpec):
         if op == "write":
             scm = self.scm
             bw = min(float(scm.write_bandwidth) * self.scm_write_efficiency, link)
-            each = min(float(scm.write_iops), bw / size_B)
+            each = min(scm.iops("write"), bw / size_B)
             return self.scm_drives * each / self.scm_copies
         qlc = self.qlc
         phys = self._compressed() * size_B
-        each = min(float(qlc.read_iops), min(float(qlc.read_bandwidth), link) / phys)
+        each = min(qlc.iops("read"), min(float(qlc.read_bandwidth), link) / phys)
         return self._read_drives() * each
 
     def drive_count(self) -> int:

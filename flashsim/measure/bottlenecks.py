@@ -40,8 +40,10 @@ the first matching rule winning:
 * ``\.raid\d*$`` -> raid (``perlmutter.oss3.ost0.raid``)
 * ``\.cpu\d*$`` -> cpu (``perlmutter.oss3.cpu``)
 * ``\.osc\d*$`` -> osc (``perlmutter.client12.osc40``)
-* ``\.nic\d*(\.|$)`` -> nic (``perlmutter.oss3.nic0.ingress``)
-* ``\.(client|cnode|dnode)\d*\.(\w+_)?(tx|rx)$`` -> nic (``vast.cnode2.fabric_tx``)
+* ``\.(\w+_)?nic\d*(\.|$)`` -> nic (``perlmutter.oss3.nic0.ingress``,
+  ``vast.cnode2.fabric_nic3.egress``)
+* ``\.(client|cnode|dnode)\d*\.(\w+_)?(tx|rx)$`` -> nic (``vast.cnode2.fabric_tx``, the
+  per-node aggregates of results from before the VAST ports were ``NicPorts``)
 * ``(^|\.)fabric(\.|$)`` -> fabric (``perlmutter.fabric.io0.write.x8``)
 * ``\.(drain_)?gate$`` -> tier gate (``vast.tier.gate``)
 * ``\.copy$`` -> page copy (``vast.rank3.copy``)
@@ -89,7 +91,7 @@ KIND_RULES: tuple[tuple[str, str], ...] = (
     (r"\.raid\d*$", "raid"),
     (r"\.cpu\d*$", "cpu"),
     (r"\.osc\d*$", "osc"),
-    (r"\.nic\d*(\.|$)", "nic"),
+    (r"\.(\w+_)?nic\d*(\.|$)", "nic"),
     (r"\.(client|cnode|dnode)\d*\.(\w+_)?(tx|rx)$", "nic"),
     (r"(^|\.)fabric(\.|$)", "fabric"),
     (r"\.(drain_)?gate$", "tier gate"),

@@ -1,8 +1,9 @@
 """What ``flashsim describe`` says about a ``vast`` model, and the checks before a run.
 
 :func:`describe_model` gives the theoretical peak of each layer (client HCAs,
-CNode ports, DNode ports, SCM and QLC drives) and the derived numbers the
-seed states (aggregate drive bandwidths, usable QLC, buffer turnover);
+CNode ports and DNode ports, each node's ports in parallel as the built
+system's ``NicPorts`` carry them; SCM and QLC drives) and the derived numbers
+the seed states (aggregate drive bandwidths, usable QLC, buffer turnover);
 :func:`check_model` and :func:`check_phase` refuse what the model cannot
 run, before anything is built.
 """
@@ -14,6 +15,7 @@ from typing import Any
 
 from flashsim.components.fabric_spec import SwitchFabricSpec
 from flashsim.components.nfs import NfsClientModel
+from flashsim.components.nic import NicSpec
 from flashsim.config import warn
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Description, LayerPeak, bottleneck, check_size
@@ -132,6 +134,7 @@ def describe_model(model: VastModel) -> Description:
             cn.count,
             cn.count * cn.client_nic.node_Bps("egress"),
             cn.count * cn.client_nic.node_Bps("ingress"),
+            note=_ports_note(cn.client_nic, "CNode"),
         ),
         LayerPeak(
             "system",
@@ -139,7 +142,7 @@ def describe_model(model: VastModel) -> Description:
             cn.count,
             cn.count * cn.fabric_nic.node_Bps("ingress"),
             cn.count * cn.fabric_nic.node_Bps("egress") / copies,
-            note=f"writes cross {copies}x (replicas)",
+            note=f"{_ports_note(cn.fabric_nic, 'CNode')}; writes cross {copies}x (replicas)",
         ),
         LayerPeak(
             "system",
@@ -155,6 +158,7 @@ def describe_model(model: VastModel) -> Description:
             dn.count,
             dn.count * dn.fabric_nic.node_Bps("egress"),
             dn.count * dn.fabric_nic.node_Bps("ingress") / copies,
+            note=_ports_note(dn.fabric_nic, "DNode"),
         ),
         LayerPeak(
             "system",
@@ -229,6 +233,11 @@ def describe_model(model: VastModel) -> Description:
         },
         derived=derived,
     )
+
+
+def _ports_note(nic: NicSpec, node: str) -> str:
+    """``"4 x 50 Gb/s per CNode"``: a node's port set (its ``NicPorts``, run in parallel)."""
+    return f"{nic.ports} x {nic.port_bandwidth * 8 / 1e9:g} Gb/s per {node}"
 
 
 def _client_fabric(model: VastModel, net: VastNetwork) -> list[LayerPeak]:

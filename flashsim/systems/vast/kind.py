@@ -9,9 +9,10 @@ The kind is split by job:
 * :mod:`flashsim.systems.vast.endurance` -- drive wear (``vast-endurance``, issue 9);
 * :mod:`flashsim.systems.vast.topology` -- the components and the flow paths
   between them (see there for the path of each operation);
-* :mod:`flashsim.systems.vast.network` -- the NVMe fabric and the optional
+* :mod:`flashsim.systems.vast.network` -- every node's ports (the shared
+  :class:`~flashsim.components.nic.NicPorts`), the NVMe fabric and the optional
   client fabric (the shared :class:`~flashsim.components.fabric.Fabric`);
-* :mod:`flashsim.systems.vast.request` -- request fidelity (drive queues);
+* :mod:`flashsim.systems.vast.request` -- request fidelity (port, fabric and drive queues);
 * :mod:`flashsim.systems.vast.streams` -- flow fidelity: the path and rate cap
   of one kind of call, shared by IOR and jobs;
 * :mod:`flashsim.systems.vast.jobs` -- Darshan replays, many jobs at once and

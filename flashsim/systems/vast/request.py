@@ -1,15 +1,18 @@
-"""Request fidelity of a ``vast`` system: RPCs that queue at the fabrics and drives.
+"""Request fidelity of a ``vast`` system: RPCs that queue at the ports, fabrics and drives.
 
-Every RPC pays the fixed client + CNode time and the wire, crosses the
-client fabric (when the model has one) to one of its client's CNodes, then
-the NVMe fabric to the DNode of each drive it visits (the fabrics' bundle
-queues, route chosen when the data reaches them: :meth:`Fabric.request_hops`),
+Every RPC pays the fixed client + CNode time and the wire, crosses a port of
+its client, the client fabric (when the model has one) and a client port of
+one of its client's CNodes, then a fabric port of the CNode, the NVMe fabric
+and a port of the DNode of each drive it visits (each port a queue,
+:class:`~flashsim.components.nic.NicPorts`; the fabrics' bundle queues, route
+chosen when the data reaches them: :meth:`Fabric.request_hops`; see
+:meth:`VastNetwork.send_front <flashsim.systems.vast.network.VastNetwork.send_front>`),
 and queues at a drive's command units and data path (two
 :class:`~flashsim.engine.queues.FifoQueue` per drive, made on first use);
 reads pick the drive by where the object's bytes live now and return the same
-way, writes queue at ``scm_copies`` SCM drives at once.  The fabrics' service
-at zero load is part of the wire time, so both fidelities have the same
-zero-load round trip.  Drive choices come from the seeded stream
+way, writes queue at ``scm_copies`` SCM drives at once.  The ports' and
+fabrics' service at zero load is part of the wire time, so both fidelities
+have the same zero-load round trip.  Drive choices come from the seeded stream
 ``<system>.requests``, CNode and route choices from ``<system>.routing``.
 """
 
@@ -122,12 +125,10 @@ class VastRequests(VastTopology):
         if picks is None:
             drives = pick_replicas(self.tier, rng)  # a failed SCM drive takes no new replica
             dnodes = [net.dnodes[self.scm_dnode[i]] for i in drives]
-            queued = max(net.minimal_service_s(net.back, cnode_ep, d, size) for d in dnodes)
-            if net.front is not None:
-                queued += net.minimal_service_s(net.front, client_ep, cnode_ep, size)
+            queued = max(net.back_service_s(cnode_ep, d, size) for d in dnodes)
+            queued += net.front_service_s(client_ep, cnode_ep, size)
             yield env.timeout(max(0.0, fixed - queued))
-            if net.front is not None:
-                yield from net.cross(net.front, client_ep, cnode_ep, size, route_rng)
+            yield from net.send_front(client_ep, cnode_ep, size, route_rng)
             scale = 1.0 / self.model.tier.scm_write_efficiency
             visits = [
                 env.process(self._replica(cnode_ep, d, i, size, scale, route_rng))
@@ -158,14 +159,12 @@ class VastRequests(VastTopology):
             dnode = self.qlc_dnode[index]
             scale, extra = 1.0, self.model.dnode.qlc_read_overhead
         dnode_ep = net.dnodes[dnode]
-        queued = net.minimal_service_s(net.back, dnode_ep, cnode_ep, size)
-        if net.front is not None:
-            queued += net.minimal_service_s(net.front, cnode_ep, client_ep, size)
+        queued = net.back_service_s(dnode_ep, cnode_ep, size)
+        queued += net.front_service_s(cnode_ep, client_ep, size)
         yield env.timeout(max(0.0, fixed - queued))
         yield from self.drives.visit(medium, index, "read", size, scale, extra_delay_s=extra)
-        yield from net.cross(net.back, dnode_ep, cnode_ep, size, route_rng)
-        if net.front is not None:
-            yield from net.cross(net.front, cnode_ep, client_ep, size, route_rng)
+        yield from net.send_back(dnode_ep, cnode_ep, size, route_rng)
+        yield from net.send_front(cnode_ep, client_ep, size, route_rng)
         yield from self._copy_out(copy)
 
     def _copy_out(
@@ -199,24 +198,21 @@ class VastRequests(VastTopology):
         """
         env, net = self.sim.env, self.net
         queued = max(
-            net.minimal_service_s(net.back, net.dnodes[self.qlc_dnode[d]], cnode_ep, size_B)
-            for d in drives
+            net.back_service_s(net.dnodes[self.qlc_dnode[d]], cnode_ep, size_B) for d in drives
         )
-        if net.front is not None:
-            queued += net.minimal_service_s(net.front, cnode_ep, client_ep, size_B)
+        queued += net.front_service_s(cnode_ep, client_ep, size_B)
         yield env.timeout(max(0.0, fixed_s - queued))
         extra = self.model.dnode.qlc_read_overhead
 
         def survivor(d: int) -> Generator[simpy.Event, Any, None]:
             yield from self.drives.visit("qlc", d, "read", size_B, extra_delay_s=extra)
             dnode_ep = net.dnodes[self.qlc_dnode[d]]
-            yield from net.cross(net.back, dnode_ep, cnode_ep, size_B, route_rng)
+            yield from net.send_back(dnode_ep, cnode_ep, size_B, route_rng)
 
         yield env.all_of([env.process(survivor(d)) for d in drives])
         if decode_s > 0:
             yield env.timeout(decode_s)
-        if net.front is not None:
-            yield from net.cross(net.front, cnode_ep, client_ep, size_B, route_rng)
+        yield from net.send_front(cnode_ep, client_ep, size_B, route_rng)
 
     def _replica(
         self,
@@ -228,7 +224,7 @@ class VastRequests(VastTopology):
         rng: np.random.Generator,
     ) -> Generator[simpy.Event, Any, None]:
         """One SCM replica of a write: across the NVMe fabric, into SCM drive ``drive``, as wear."""
-        yield from self.net.cross(self.net.back, cnode, dnode, size_B, rng)
+        yield from self.net.send_back(cnode, dnode, size_B, rng)
         yield from self.drives.visit("scm", drive, "write", size_B, scale)
         self.drives.record_replica(drive, size_B, self.model.tier.scm_copies)
 

@@ -8,8 +8,12 @@ DNodes project bare SCM and QLC drives over that fabric.  The data path logic
 migration to QLC) is :class:`~flashsim.components.tier.ScmQlcTier`; the client
 (write-back, read-ahead, O_DIRECT) is :mod:`flashsim.components.nfs`.
 
-Flow-fidelity paths, per user byte (``copies`` = SCM replicas, ``c`` =
-compressed fraction, ``k+m`` = erasure-code geometry):
+Every node's ports (client HCAs, CNode client and fabric ports, DNode ports)
+are :class:`~flashsim.components.nic.NicPorts` and the networks the shared
+fabric (:class:`~flashsim.systems.vast.network.VastNetwork`): a node's bytes
+cross each of its ports with their share over the ports.  Flow-fidelity
+paths, per user byte (``copies`` = SCM replicas, ``c`` = compressed
+fraction, ``k+m`` = erasure-code geometry):
 
 * buffered write: process -> client page cache (a
   :class:`~flashsim.components.fluid.FluidBuffer` per client) -> write-back
@@ -49,7 +53,7 @@ from typing import Literal
 
 import numpy as np
 
-from flashsim.components.fluid import DrainPath, FluidBuffer, split_evenly
+from flashsim.components.fluid import DrainPath, FluidBuffer
 from flashsim.components.nfs import NfsClientModel
 from flashsim.components.ssd import SsdSpec, SsdState
 from flashsim.components.tier import ReadWeights, ScmQlcTier
@@ -60,7 +64,7 @@ from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import BuiltSystem, Fidelity
 from flashsim.systems.vast.model import VastModel, ssd
-from flashsim.systems.vast.network import VastNetwork, merge
+from flashsim.systems.vast.network import VastNetwork
 from flashsim.workloads.ior import IorPhase
 
 
@@ -85,27 +89,13 @@ class VastTopology(BuiltSystem):
         super().__init__(sim, fidelity)
         self.model = model
         name = model.name
-        flows = sim.flows
-        cn, dn = model.cnode, model.dnode
+        dn = model.dnode
         self.client_model = NfsClientModel(model.client)
         self.scm_spec: SsdSpec = ssd(dn.scm_drive, "dnode.scm_drive")
         self.qlc_spec: SsdSpec = ssd(dn.qlc_drive, "dnode.qlc_drive")
 
-        def ports(node: str, count: int, label: str, capacity_Bps: float) -> list[Resource]:
-            return [
-                flows.add_resource(f"{name}.{node}{i}.{label}", capacity_Bps) for i in range(count)
-            ]
-
-        n_clients = model.client.count
-        self.client_tx = ports("client", n_clients, "tx", self.client_model.nic_Bps("egress"))
-        self.client_rx = ports("client", n_clients, "rx", self.client_model.nic_Bps("ingress"))
-        self.cnode_rx = ports("cnode", cn.count, "client_rx", cn.client_nic.node_Bps("ingress"))
-        self.cnode_tx = ports("cnode", cn.count, "client_tx", cn.client_nic.node_Bps("egress"))
-        self.cnode_ftx = ports("cnode", cn.count, "fabric_tx", cn.fabric_nic.node_Bps("egress"))
-        self.cnode_frx = ports("cnode", cn.count, "fabric_rx", cn.fabric_nic.node_Bps("ingress"))
+        # Every node's ports (NicPorts) and both fabrics.
         self.net = VastNetwork(model, sim)
-        self.dnode_rx = ports("dnode", dn.count, "fabric_rx", dn.fabric_nic.node_Bps("ingress"))
-        self.dnode_tx = ports("dnode", dn.count, "fabric_tx", dn.fabric_nic.node_Bps("egress"))
         # The SCM and QLC drives of every DNode (components.tier_drives): resources, request
         # queues (named <system>.scm<i>, .qlc<i> over all DNodes) and wear states; request
         # fidelity counts SCM replicas as they land, TierDrives.sync_wear adds the flow
@@ -187,20 +177,14 @@ class VastTopology(BuiltSystem):
         ``min(nconnect, remote_ports, n_cnodes)`` CNodes; clients start at
         different CNodes.
         """
-        n = len(self.cnode_rx)
+        n = self.model.cnode.count
         mount = self.model.client.mount
         k = max(1, min(mount.nconnect, mount.remote_ports, n))
         return [(client + i) % n for i in range(k)]
 
     def _fabric_out(self, copies: float, client: int) -> list[tuple[Resource, float]]:
         """CNode -> fabric -> DNode hops of ``copies`` bytes bound for the SCM drives."""
-        cnodes = self.client_cnodes(client)
-        path = split_evenly([self.cnode_ftx[i] for i in cnodes], copies)
-        path += self.net.back_path(cnodes, copies * self.scm_share, to_dnodes=True)
-        path += [
-            (r, copies * float(s)) for r, s in zip(self.dnode_rx, self.scm_share, strict=True) if s
-        ]
-        return path
+        return self.net.back_route(self.client_cnodes(client), copies * self.scm_share, True)
 
     def _writeback_path(self, client: int) -> Callable[[str], DrainPath]:
         """What a client's dirty pages cross on their way to SCM: a write's server path."""
@@ -214,20 +198,7 @@ class VastTopology(BuiltSystem):
     def _migration_extra(self, c: float) -> list[tuple[Resource, float]]:
         width = self.tier.stripe_width(c)
         out = c * width / (width - self.model.tier.ec_parity)
-        path: list[tuple[Resource, float]] = [
-            (r, float(s)) for r, s in zip(self.dnode_tx, self.scm_share, strict=True) if s
-        ]
-        everyone = range(len(self.cnode_frx))
-        path += merge(
-            self.net.back_path(everyone, self.scm_share, to_dnodes=False)
-            + self.net.back_path(everyone, out * self.qlc_share, to_dnodes=True)
-        )
-        path += split_evenly(self.cnode_frx, 1.0)
-        path += split_evenly(self.cnode_ftx, out)
-        path += [
-            (r, out * float(s)) for r, s in zip(self.dnode_rx, self.qlc_share, strict=True) if s
-        ]
-        return path
+        return self.net.migration_route(self.scm_share, out * self.qlc_share)
 
     def _read_path(
         self, client: int, where: ReadWeights, size_B: float = 0.0
@@ -243,27 +214,18 @@ class VastTopology(BuiltSystem):
         f_scm, qlc_w, f_qlc = where
         reads, decode_s = self.tier.degraded_reads(qlc_w, size_B)
         drives = self.tier.drives_reading(f_scm, qlc_w, f_qlc, reads)
-        per_dnode = np.zeros(len(self.dnode_tx))
+        per_dnode = np.zeros(self.model.dnode.count)
         per_dnode += f_scm * self.scm_share
         np.add.at(per_dnode, self.qlc_dnode_idx, reads)
-        phys = float(per_dnode.sum())
-        path = list(drives)
-        path += [(r, float(w)) for r, w in zip(self.dnode_tx, per_dnode, strict=True) if w > 0]
         cnodes = self.client_cnodes(client)
-        if phys > 0:
-            path += self.net.back_path(cnodes, per_dnode, to_dnodes=False)
-            path += split_evenly([self.cnode_frx[i] for i in cnodes], phys)
-        path += split_evenly([self.cnode_tx[i] for i in cnodes], 1.0)
-        path += self.net.front_path(client, cnodes, to_cnodes=False)
-        path.append((self.client_rx[client], 1.0))
+        path = list(drives)
+        path += self.net.back_route(cnodes, per_dnode, to_dnodes=False)
+        path += self.net.front_route(client, cnodes, to_cnodes=False)
         return path, decode_s
 
     def _write_server_path(self, client: int) -> list[tuple[Resource, float]]:
         copies = float(self.model.tier.scm_copies)
-        cnodes = self.client_cnodes(client)
-        path = [(self.client_tx[client], 1.0)]
-        path += self.net.front_path(client, cnodes, to_cnodes=True)
-        path += split_evenly([self.cnode_rx[i] for i in cnodes], 1.0)
+        path = self.net.front_route(client, self.client_cnodes(client), to_cnodes=True)
         path += self._fabric_out(copies, client)
         path += self.tier.ingest_path()
         return path
