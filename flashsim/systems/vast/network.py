@@ -1,8 +1,8 @@
 """The networks of a ``vast`` system: the nodes' ports, the NVMe fabric and the client fabric.
 
 Every node's adapters are the shared :class:`~flashsim.components.nic.NicPorts`
-(a flow resource and a request queue per port and direction), as a Lustre
-server's and client's are:
+(a flow resource and a request queue per port and direction), as every
+kind's servers and clients have:
 
 * a client's HCAs: the ``client.mount`` uses ``localports`` of ``client.nic``
   (:attr:`NfsClientModel.ports <flashsim.components.nfs.NfsClientModel.ports>`),
