@@ -129,10 +129,11 @@ def build_mds_service(model: LustreModel) -> MetadataService:
             "mds.metadata: the model has no metadata service costs; add an [mds] table with "
             "an [mds.metadata] table to run mdtest/IO-500"
         )
+    mdt = mds.raid_target_spec()
     device = MdDevice(
-        drives=mds.drives_per_target * mds.targets_per_server,
-        drive_write_Bps=mds.drive.bandwidth_Bps("write"),
-        copies=mds.raid.full_stripe_write_weight(),
+        drives=mdt.drives * mds.targets_per_server,
+        drive_write_Bps=mdt.drive.bandwidth_Bps("write"),
+        copies=mdt.raid.full_stripe_write_weight(),
     )
     return MetadataService(mds.metadata, mds.count, device, f"{model.name}.mds")
 
