@@ -100,45 +100,43 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
 
 
 def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) -> list[LayerPeak]:
-    """Rows of SCM->QLC tier OSTs (``scale`` OSSes): the target's peaks, its SCM ingest
-    and QLC read, the buffer's size, and the drive links."""
+    """Rows of SCM->QLC tier OSTs (``scale`` OSSes): SCM ingest (with the buffer's size),
+    QLC read (with the migration's rate) and the drive links.
+
+    The peaks are the target's own (:meth:`TierTargetSpec.peak_Bps`,
+    :meth:`~TierTargetSpec.peak_iops`): writes at the SCM ingest rate until the
+    buffer fills, reads from QLC.
+    """
     per = oss.targets_per_server * scale
-    scm, qlc = tier.scm_drive, tier.qlc_drive
-    ingest = tier.scm_drives * scm.bandwidth_Bps("write") * tier.scm_write_efficiency
-    ingest /= tier.scm_copies
-    ec = tier.ec_data / (tier.ec_data + tier.ec_parity)
-    migrate = tier.qlc_drives * qlc.bandwidth_Bps("write") * ec
+    scm, qlc = tier.scm, tier.qlc
+    k, m = tier.ec_data, tier.ec_parity
+    migrate = tier.qlc_drives * qlc.bandwidth_Bps("write") * k / (k + m)
+    scm_read = tier.scm_drives * scm.bandwidth_Bps("read") * tier.scm_read_efficiency
     layers = [
         LayerPeak(
             scope,
-            "OST tier (SCM->QLC)",
-            per,
-            per * tier.peak_Bps("read"),
-            per * tier.peak_Bps("write"),
-            per * tier.peak_iops("read", PAGE_B),
-            per * tier.peak_iops("write", PAGE_B),
-            f"{oss.targets_per_server} x {tier.label()} per OSS (the target's datasheet peaks)",
-        ),
-        LayerPeak(
-            scope,
             "SCM ingest",
-            per * tier.scm_drives,
+            per,
             None,
-            per * ingest,
-            note=f"{tier.scm_drives} x {scm.name} per OST, {tier.scm_copies} copies, "
-            f"write efficiency {tier.scm_write_efficiency:g}; buffer "
-            f"{tier.write_buffer / 1e12:.3g} TB per OST ({per * tier.write_buffer / 1e12:.4g} TB "
-            f"here), migrating above {tier.migrate_above:.0%}",
+            per * tier.peak_Bps("write"),
+            None,
+            per * tier.peak_iops("write", PAGE_B),
+            f"{oss.targets_per_server} x {tier.label()} per OSS: {tier.scm_copies} SCM "
+            f"copies at write efficiency {tier.scm_write_efficiency:g}; write buffer "
+            f"{float(tier.write_buffer) / 1e12:.4g} TB per OST, migrating above "
+            f"{tier.migrate_above:.0%}",
         ),
         LayerPeak(
             scope,
             "QLC read",
-            per * tier.qlc_drives,
-            per * tier.qlc_drives * qlc.bandwidth_Bps("read"),
+            per,
+            per * tier.peak_Bps("read"),
             None,
-            note=f"{tier.qlc_drives} x {qlc.name} per OST, EC {tier.ec_data}+{tier.ec_parity}; "
-            f"migration (writes beyond the buffer) at most {per * migrate / 1e9:.4g} GB/s "
-            "before compression",
+            per * tier.peak_iops("read", PAGE_B),
+            None,
+            f"data of entropy {tier.data_entropy:g} bits/B from QLC (EC {k}+{m}); buffered "
+            f"data reads from SCM at {per * scm_read / 1e9:.4g} GB/s; writes beyond the "
+            f"buffer migrate at <= {per * migrate / 1e9:.4g} GB/s of QLC (compressed)",
         ),
     ]
     link = tier.drive_link
@@ -268,6 +266,8 @@ def describe_model(model: LustreModel) -> Description:
         "system_write_Bps_peak": peak("write_Bps") * oss.count,
         "usable_capacity_B": oss.count * oss.targets_per_server * spec.usable_B(),
     }
+    if oss.tier is not None:
+        derived["ost_write_buffer_B"] = float(oss.tier.write_buffer)
     if oss.tier is None:
         raid_spec = oss.raid_target_spec()
         drive = raid_spec.drive
