@@ -81,12 +81,24 @@ class PathCache:
     stripes, routes, oscs : dict
         Server side of a stripe set, its fabric route from a client group, and
         a client's OSC windows for it.
+    aware : dict
+        Per stripe set: which of its targets are object-aware, and the
+        objects of a file on it when none is (all empty).
+    crossed : dict
+        Per stripe set, kind of call and objects: the targets a flow crosses,
+        with their costs and shares (:attr:`RankContext.crossed`).
     """
 
     costs: dict[tuple[Any, ...], dict[CostKey, OpCost]] = field(default_factory=dict)
     stripes: dict[tuple[Any, ...], tuple[PathEntries, float]] = field(default_factory=dict)
     routes: dict[tuple[Any, ...], PathEntries] = field(default_factory=dict)
     oscs: dict[tuple[Any, ...], PathEntries] = field(default_factory=dict)
+    aware: dict[tuple[int, ...], tuple[tuple[bool, ...], tuple[str, ...] | None]] = field(
+        default_factory=dict
+    )
+    crossed: dict[tuple[Any, ...], tuple[tuple[StorageTarget, TargetCost, float], ...]] = field(
+        default_factory=dict
+    )
 
 
 class LustreIor(LustreCore):
@@ -240,7 +252,7 @@ class LustreIor(LustreCore):
         node = self.client(node_index)
         group = self.fabric.group_of(node.name)
         costs = cache.costs.setdefault(op_key, {})
-        objs = tuple(obj if self.ost(t)[1].object_aware else "" for t in targets)
+        objs = self._objects(targets, obj, cache)
         stripe_key = (targets, op_key, objs)
         if stripe_key not in cache.stripes:
             cache.stripes[stripe_key] = self._stripe_path(targets, op_key, costs, objs)
@@ -257,17 +269,23 @@ class LustreIor(LustreCore):
         path.extend(cache.oscs[osc_key])
         conc = min(rank_q, MAX_REQUEST_CONCURRENCY)
         gated = ranks_per_node * conc > slots
-        share = 1.0 / len(targets)
+        crossed = cache.crossed.get(stripe_key)
+        if crossed is None:
+            share = 1.0 / len(targets)
+            crossed = tuple(
+                (self.ost(t)[1], costs[t, o].target, share)
+                for t, o in zip(targets, objs, strict=True)
+            )
+            cache.crossed[stripe_key] = crossed
         ctx = RankContext(
             node=node,
             targets=list(targets),
             cost=costs[targets[0], objs[0]],
             gated=gated,
-            costs={t: costs[t, o] for t, o in zip(targets, objs, strict=True) if o},
-            crossed=tuple(
-                (self.ost(t)[1], costs[t, o].target, share)
-                for t, o in zip(targets, objs, strict=True)
-            ),
+            costs={t: costs[t, o] for t, o in zip(targets, objs, strict=True) if o}
+            if obj and any(objs)
+            else {},
+            crossed=crossed,
         )
         if write and lock_file is not None and write_conflict > 0:
             # each call (of t bytes) waits for a hand-off with probability write_conflict
@@ -284,6 +302,19 @@ class LustreIor(LustreCore):
             write_behind_B=lc.write_behind_B(direct_io, ranks_per_node) if write else 0.0,
         )
         return stream, ctx
+
+    def _objects(self, targets: tuple[int, ...], obj: str, cache: PathCache) -> tuple[str, ...]:
+        """The objects of file ``obj`` on ``targets``: ``obj`` on an object-aware target,
+        empty on the others (whose costs and paths are then the same for every file)."""
+        known = cache.aware.get(targets)
+        if known is None:
+            aware = tuple(self.ost(t)[1].object_aware for t in targets)
+            known = (aware, None if any(aware) else ("",) * len(targets))
+            cache.aware[targets] = known
+        aware, blank = known
+        if blank is not None:
+            return blank
+        return tuple(obj if a else "" for a in aware)
 
     def _offered(self, phase: IorPhase) -> dict[tuple[int, int], float]:
         """Offered load (bytes/s) per (source, destination) fabric group, for adaptive routing.
