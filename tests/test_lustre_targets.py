@@ -125,6 +125,8 @@ CASES = [
     ("raid6-controller", "flow", "1 GiB"),
     ("tier", "flow", "8 GiB"),  # 64 GiB over two 20 GB buffers: most of it migrates to QLC
     ("raid6-ssd", "request", "1 GiB"),
+    ("raid6-hdd", "request", "256 MiB"),
+    ("raid6-controller", "request", "256 MiB"),
     ("tier", "request", "1 GiB"),
 ]
 
@@ -148,6 +150,24 @@ def test_ior_runs_at_or_below_describe(
             peak,
             result.bottlenecks,
         )
+
+
+@pytest.mark.parametrize("target", list(TARGETS))
+def test_obdfilter_survey_at_or_below_the_target_peak(tmp_path: Path, target: str) -> None:
+    """obdfilter-survey drives one OST of any type through the interface, within its peak."""
+    model = write_model(tmp_path, target)
+    scenario = tmp_path / "s.toml"
+    phases = "".join(
+        f'[[phases]]\nname = "{op}"\nworkload = "obdfilter-survey"\noperation = "{op}"\n'
+        'threads = 16\nsize = "8 GiB"\nrecord_size = "1 MiB"\n\n'
+        for op in ("write", "read")
+    )
+    scenario.write_text(f'name = "s"\nsystem = "{model.as_posix()}"\nseed = 1\n\n{phases}')
+    for result in run_loaded(load_scenario(scenario)).phases:
+        extra = result.extra
+        assert extra is not None
+        peak = extra.peak_Bps  # type: ignore[attr-defined]
+        assert 0.05 * peak < result.bandwidth_Bps <= peak * (1 + 1e-9), (target, result)
 
 
 def test_describe_of_each_target_type(tmp_path: Path) -> None:
