@@ -334,3 +334,18 @@ def test_drive_failure_event_on_a_tier_ost(tmp_path: Path) -> None:
     assert read.start_state["failed_drives"] == 1
     assert read.start_state["degraded_targets"] == [0]
     assert read.bandwidth_Bps > 0
+
+
+def test_raid_labels_name_the_layout(tmp_path: Path) -> None:
+    """A RAID10 target is labelled by its mirrors, not RAID6's default 8+2 (issue 18 item 5)."""
+    text = model_text("raid6-ssd").replace(
+        'raid = { level = "raid6", data = 8, parity = 2, spares = 0 }',
+        'raid = { level = "raid10", mirrors = 2, spares = 0 }',
+    )
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    loaded = load_system_model(path)
+    desc = loaded.kind.describe(loaded.model)
+    notes = " ".join(la.note for la in desc.layers)
+    assert "raid10 2-way of 10x Samsung PM1733" in notes
+    assert "8+2" not in notes

@@ -12,6 +12,7 @@ import math
 
 from flashsim.components.drive_aging import steady_write_loss
 from flashsim.components.raid import DriveOp
+from flashsim.components.raid_target_spec import raid_label
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.tier_target import TierTargetSpec
 from flashsim.systems.base import Description, LayerPeak, bottleneck
@@ -66,7 +67,7 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
             raw_w / raid.full_stripe_write_weight(),
             n * drive.random_iops_ceiling("read", page) * scale,
             n * scale / max(drive_time_rmw, 1e-30),
-            f"{raid.level} {raid.data}+{raid.parity}+{raid.spares}: writes x"
+            f"{raid_label(raid)}: writes x"
             f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {_op_note(rmw)}",
         )
     )
@@ -81,7 +82,8 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
             scale * oss.targets_per_server / oss.sub_stripe_write_cost * oss.raid_threads
             if oss.sub_stripe_write_cost > 0
             else None,
-            "stack efficiencies (obdfilter) and RAID-engine RMW cost",
+            f"{oss.targets_per_server} x {spec.label()} per OSS: stack efficiencies "
+            "(obdfilter) and RAID-engine RMW cost",
         )
     )
     link = oss.drive_link
@@ -97,6 +99,14 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
             )
         )
     return layers
+
+
+def _size(size_B: float) -> str:
+    """Bytes in decimal units for a note: ``20 GB``, ``12 TB``."""
+    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if size_B >= scale:
+            return f"{size_B / scale:.4g} {unit}"
+    return f"{size_B:.4g} B"
 
 
 def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) -> list[LayerPeak]:
@@ -123,7 +133,7 @@ def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) 
             per * tier.peak_iops("write", PAGE_B),
             f"{oss.targets_per_server} x {tier.label()} per OSS: {tier.scm_copies} SCM "
             f"copies at write efficiency {tier.scm_write_efficiency:g}; write buffer "
-            f"{float(tier.write_buffer) / 1e12:.4g} TB per OST, migrating above "
+            f"{_size(float(tier.write_buffer))} per OST, migrating above "
             f"{tier.migrate_above:.0%}",
         ),
         LayerPeak(
