@@ -227,8 +227,8 @@ class ServerSpec(StrictModel):
         if missing:
             raise field_error(
                 missing[0],
-                f"missing: a RAID target needs {', '.join(RAID_TARGET_KEYS)} "
-                f"(or a `tier` table instead of all three); {', '.join(missing)} not given",
+                f"{', '.join(missing)} missing: RAID targets need {', '.join(RAID_TARGET_KEYS)} "
+                "(or a `tier` table, an SCM->QLC tier, instead of all three)",
             )
         return self
 
