@@ -334,7 +334,7 @@ class ScmQlcTier:
         #: QLC drives out of service whose strips the rebuild has not re-created yet.
         self.qlc_lost: set[int] = set()
         #: Share [0, 1] of the lost strips the running rebuilds have re-created so far
-        #: (the owner of the rebuilds sets it: :class:`~flashsim.systems.vast.target.VastPool`).
+        #: (the owner of the rebuilds sets it: :class:`~flashsim.components.tier_life.TierLife`).
         self.rebuild_progress: Callable[[], float] = lambda: 0.0
         self.geometry = ArrayGeometry.erasure(
             spec.ec_data, spec.ec_parity, len(self.qlc), float(spec.read_chunk)
