@@ -20,6 +20,7 @@ import pytest
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
+from flashsim.systems.lustre.io500 import build_mds_service
 from flashsim.systems.lustre.ior import PathCache
 
 DRIVES = Path(__file__).resolve().parent.parent / "models" / "drives"
@@ -223,7 +224,7 @@ def flashsim_cli(*args: str) -> subprocess.CompletedProcess[str]:
         ('drive = "DRIVE"\n', "oss.drive", "remove drive"),
         ("drives_per_target = 10\n", "oss.drives_per_target", "remove drives_per_target"),
         # a RAID-only key with a tier
-        ("raid_threads = 4\n", "oss.raid_threads", "means nothing for tier OSTs"),
+        ("raid_threads = 4\n", "oss.raid_threads", "means nothing for tier targets"),
         ('controller = { servers = 2, read_bandwidth = "1 GB/s" }\n', "oss.controller", ""),
     ],
 )
@@ -349,3 +350,51 @@ def test_raid_labels_name_the_layout(tmp_path: Path) -> None:
     notes = " ".join(la.note for la in desc.layers)
     assert "raid10 2-way of 10x Samsung PM1733" in notes
     assert "8+2" not in notes
+
+
+MDS_TIER = f"""
+[mds]
+count = 2
+targets_per_server = 1
+cpu = {{ cores = 8 }}
+nic = {{ ports = 1, port_bandwidth = "200 Gb/s" }}
+
+[mds.tier]
+scm_drive = "{(DRIVES / "intel-optane-p4800x-1.5tb.toml").as_posix()}"
+scm_drives = 2
+qlc_drive = "{(DRIVES / "intel-d5-p4326-15.36tb.toml").as_posix()}"
+qlc_drives = 10
+write_buffer = "100 GB"
+ec_data = 8
+ec_parity = 2
+scm_write_efficiency = 0.5
+
+[mds.metadata]
+service_threads = 8
+shared_dir_parallelism = 4
+client_overhead = "20 us"
+create = "250 us"
+close = "60 us"
+open = "120 us"
+stat = "200 us"
+unlink = "400 us"
+readdir_entry = "2 us"
+readdir_entries_per_rpc = 100
+create_journal = "8 KiB"
+unlink_journal = "8 KiB"
+"""
+
+
+def test_mdts_on_a_tier_write_metadata_to_scm(tmp_path: Path) -> None:
+    """An MDT may be a tier too: its metadata updates land on the SCM buffer's drives, each
+    on `scm_copies` of them at the tier's write efficiency; describe counts its drives."""
+    path = tmp_path / "m.toml"
+    path.write_text(model_text("tier") + MDS_TIER)
+    loaded = load_system_model(path)
+    device = build_mds_service(loaded.model).device
+    assert device is not None
+    assert device.drives == 2
+    # 8 KiB x 2 copies at 2 GB/s x 0.5
+    assert device.write_s(8192.0) == pytest.approx(8192.0 * 2 / 1e9)
+    desc = loaded.kind.describe(loaded.model)
+    assert desc.components["mdt_drives"] == 2 * (2 + 10)

@@ -155,22 +155,17 @@ TIER_IGNORES = {
 
 
 def check_tier_keys(model: LustreModel) -> None:
-    """A server class with ``tier`` targets gives no RAID-target key; MDTs are RAID only."""
-    if model.mds is not None and model.mds.tier is not None:
-        raise ValueError(
-            "mds.tier: MDTs on an SCM->QLC tier are not modelled (mdtest and IO-500 cost "
-            "metadata writes on a RAID array); give mds.drive, drives_per_target and raid"
-        )
-    oss = model.oss
-    if oss.tier is None:
-        return
-    given = sorted(oss.model_fields_set & TIER_IGNORES.keys())
-    if given:
-        key = given[0]
-        raise ValueError(
-            f"oss.{key}: means nothing for tier OSTs (oss.tier): {TIER_IGNORES[key]}; "
-            f"remove oss.{key}"
-        )
+    """A server class with ``tier`` targets gives no RAID-target key."""
+    for role, spec in (("oss", model.oss), ("mds", model.mds)):
+        if spec is None or spec.tier is None:
+            continue
+        given = sorted(spec.model_fields_set & TIER_IGNORES.keys())
+        if given:
+            key = given[0]
+            raise ValueError(
+                f"{role}.{key}: means nothing for tier targets ({role}.tier): "
+                f"{TIER_IGNORES[key]}; remove {role}.{key}"
+            )
 
 
 #: Lustre's default stripe size (``lfs setstripe -S``), the one the model's even spread of
