@@ -300,14 +300,9 @@ def calibrate(
     """
     loaded = load_system_model(system)
     kind = loaded.kind.kind
-    # A parameter of a table the model does not have (a RAID model's [oss.tier], a model
-    # without [oss.aging]) has no value to move: it is not this model's to fit.
-    present = [
-        p
-        for p in calibratable_parameters(loaded.kind.model_type, loaded.model)
-        if p.value is not None
-    ]
-    params, notes = _choose(present, fit, measurements, kind)
+    params, notes = _choose(
+        calibratable_parameters(loaded.kind.model_type, loaded.model), fit, measurements, kind
+    )
     start = [_start(p) for p in params]
     every = list(measurements) + list(predict)
     plans = [plan(m, loaded) for m in measurements]
