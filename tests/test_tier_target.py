@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from flashsim.components.target import StorageTarget
@@ -410,3 +412,113 @@ def test_life_fast_forward_and_reset() -> None:
     assert all(s.bytes_written_B == 0.0 for s in target.drives.qlc_state)
     with pytest.raises(ValueError, match=r"^drive: 16 is not a drive"):
         life.fail_drive(16)
+
+
+def test_links_carry_migration_and_rebuild_bytes() -> None:
+    sim = Simulation(seed=1)
+    # A PCIe 3 x1 link (0.985 GB/s) is slower than every drive.
+    target = build(sim, drive_link={"generation": 3, "lanes": 1})
+    link = target.drives.link_Bps
+    flow = write_flow(sim, target, 40 * GB, "w", 1 * GB)
+    sim.run(flow.done)
+    sim.run(until=sim.now + 60.0)
+    # Migration read every SCM byte once up its link and wrote (8+2)/8 of it down QLC links.
+    usage = sim.flows.usage()
+    moved = dict(zip((r.name for r in usage.resources), usage.work[:, 0], strict=True))
+    scm_up = sum(moved[f"sys.oss0.ost0.scm{i}.pcie.up"] for i in range(4))
+    qlc_down = sum(moved[f"sys.oss0.ost0.qlc{j}.pcie.down"] for j in range(12))
+    assert scm_up == pytest.approx(target.tier.migrated_B, rel=1e-6)
+    assert qlc_down == pytest.approx(target.tier.migrated_B * 10 / 8, rel=1e-6)
+    life = target.spec.build_life(sim, target, "flow")
+    assert isinstance(life, TierLife)
+    path, alone, redundancy = life.rebuild_path(0)
+    names = {r.name for r, _ in path}
+    assert "sys.oss0.ost0.qlc1.pcie.up" in names and "sys.oss0.ost0.qlc1.pcie.down" in names
+    # Each survivor reads 8/11 of a rebuilt byte up its link: the link binds the rebuild.
+    assert alone == pytest.approx(link / (8 / 11))
+    assert redundancy == 2
+
+
+def test_a_failed_scm_drive_takes_no_replica() -> None:
+    sim = Simulation(seed=4)
+    target = build(sim)
+    life = target.spec.build_life(sim, target, "request")
+    life.fail_drive(12)  # SCM drive 0 (QLC drives come first)
+    for i in range(30):
+        run_op(sim, target, "write", f"o{i}", 2**20)
+    assert target.drives.scm_state[0].bytes_written_B == 0.0
+    assert sum(s.bytes_written_B for s in target.drives.scm_state) == 2 * 30 * 2**20
+    # Flow writes too: the ingest path avoids it.
+    cost = target.cost("write", 2**20, True, obj="f")
+    assert "sys.oss0.ost0.scm0" not in weights(target.path(cost))
+
+
+def test_vast_builds_its_drives_and_pool_from_the_same_parts() -> None:
+    from flashsim.components.tier_drives import TierDrives
+    from flashsim.scenario import load_system_model
+    from flashsim.systems.vast.system import VastSystem
+
+    loaded = load_system_model("models/systems/vast-pdsw21.toml")
+    sim = Simulation(0)
+    system = loaded.kind.build(loaded.model, sim, "flow")
+    assert isinstance(system, VastSystem)
+    assert isinstance(system.drives, TierDrives)
+    assert system.tier.scm is not None and system.drives.scm == system.tier.scm
+    assert isinstance(system.pool, TierLife) and system.pool.tier_drives is system.drives
+    # Names stay the system's: resources per DNode, request queues over all DNodes.
+    assert system.drives.scm[0].name == f"{loaded.model.name}.dnode0.scm0"
+    assert system.drives.scm_queue_names[-1] == f"{loaded.model.name}.scm{len(system.scm) - 1}"
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    writes=st.lists(
+        st.tuples(st.floats(0.5, 30.0), st.sampled_from([0.25, 0.5, 1.0]), st.integers(0, 2)),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_ingested_equals_scm_plus_migrated_for_any_writes(
+    writes: list[tuple[float, float, int]],
+) -> None:
+    """Flows carrying any share of their bytes into a target: every byte in SCM or migrated."""
+    sim = Simulation(seed=1)
+    target = build(sim)
+    total = 0.0
+    for size_gb, share, obj in writes:
+        cost = target.cost("write", 2**20, True, obj=f"o{obj}")
+        flow = sim.flows.start_flow(size_gb * GB, target.path(cost, share), rate_cap_Bps=2 * GB)
+        target.flow_started(cost, flow, share)
+        total += share * size_gb * GB
+    sim.run(until=200.0)
+    check = target.tier.check()
+    assert check.ingested_B == pytest.approx(total, rel=1e-9)
+    assert check.ingested_B == pytest.approx(check.scm_B + check.migrated_B, rel=1e-12)
+    held = sum(sum(target.tier.location(f"o{i}")) for i in range(3))
+    assert held == pytest.approx(total, rel=1e-9)
+
+
+def test_both_fidelities_reach_the_write_peak() -> None:
+    """Saturated writes: a flow and 16 request writers both get ``peak_Bps("write")``."""
+    spec = spec_of()
+    peak = spec.peak_Bps("write")  # 4 SCM x 2 GB/s / 2 replicas
+    sim = Simulation(seed=1)
+    target = build(sim)
+    cost = target.cost("write", 2**20, True, obj="f")
+    flow = sim.flows.start_flow(8 * GB, target.path(cost), name="f")
+    target.flow_started(cost, flow)
+    sim.run(until=1.0)  # below the hold level: no migration yet
+    assert flow.rate_Bps == pytest.approx(peak, rel=1e-9)
+
+    sim = Simulation(seed=1)
+    target = build(sim)
+    ops = 200
+
+    def writer(w: int) -> Any:
+        for _ in range(ops):
+            yield from target.visit(sim.env, target.cost("write", 2**20, True, obj=f"w{w}"))
+
+    done = sim.env.all_of([sim.env.process(writer(w)) for w in range(16)])
+    sim.run(done)
+    rate = 16 * ops * 2**20 / sim.now
+    assert 0.9 * peak <= rate <= peak * (1 + 1e-9)

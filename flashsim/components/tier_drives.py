@@ -143,12 +143,14 @@ class TierDrives:
         """One operation at a drive: command stage, data stage, then the access latency.
 
         ``scale`` (>= 1) stretches the data stage (the SCM write efficiency);
-        ``extra_delay_s`` (s) holds nothing (a link transfer, a read overhead).
+        the transfer over the drive's host link (:meth:`link_s`) and
+        ``extra_delay_s`` (s, a read overhead) hold nothing.
         """
         spec = self.scm_spec if medium == "scm" else self.qlc_spec
         cmd, xfer = self.queues()[medium][index]
         yield cmd.visit(spec.cmd_s(op, size_B))
-        yield xfer.visit(spec.xfer_s(op, size_B) * scale, spec.delay_s(op, size_B) + extra_delay_s)
+        delay = spec.delay_s(op, size_B) + extra_delay_s + self.link_s(size_B)
+        yield xfer.visit(spec.xfer_s(op, size_B) * scale, delay)
 
     def migration_read(self, index: int, size_B: float) -> Generator[simpy.Event, Any, None]:
         """The SCM side of migrating ``size_B`` bytes: a datasheet-rate read at SCM ``index``."""

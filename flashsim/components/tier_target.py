@@ -407,11 +407,10 @@ class TierTarget:
         """
         own, spec, tier = self.drives, self.spec, self.tier
         size = cost.size_B
-        link_s = own.link_s(size)
         if cost.op == "write":
             scale = 1.0 / spec.scm_write_efficiency
             picked = pick_replicas(tier, self.rng)
-            yield env.all_of([env.process(self._replica(i, size, scale, link_s)) for i in picked])
+            yield env.all_of([env.process(self._replica(i, size, scale)) for i in picked])
             if self.migrating():
                 env.process(own.migration_read(pick_scm(tier, self.rng), size))
             tier.buffer.add_bytes(cost.obj, size)
@@ -420,22 +419,19 @@ class TierTarget:
         pick = pick_read(tier, detail.picks, size, self.rng)
         scale = 1.0 / spec.scm_read_efficiency if pick.medium == "scm" else 1.0
         if len(pick.drives) == 1:
-            yield from own.visit(pick.medium, pick.drives[0], "read", size, scale, link_s)
+            yield from own.visit(pick.medium, pick.drives[0], "read", size, scale)
         else:
             yield env.all_of(
-                [
-                    env.process(own.visit(pick.medium, d, "read", size, scale, link_s))
-                    for d in pick.drives
-                ]
+                [env.process(own.visit(pick.medium, d, "read", size, scale)) for d in pick.drives]
             )
         if pick.decode_s > 0:
             yield env.timeout(pick.decode_s)
 
     def _replica(
-        self, index: int, size_B: float, scale: float, link_s: float
+        self, index: int, size_B: float, scale: float
     ) -> Generator[simpy.Event, Any, None]:
         """One SCM replica of a write: into its drive, counted as wear."""
-        yield from self.drives.visit("scm", index, "write", size_B, scale, link_s)
+        yield from self.drives.visit("scm", index, "write", size_B, scale)
         self.drives.record_replica(index, size_B, self.spec.scm_copies)
 
 

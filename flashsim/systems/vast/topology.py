@@ -116,6 +116,7 @@ class VastTopology(BuiltSystem):
             self.qlc_spec,
             [(f"{name}.dnode{d}", dn.scm_drives, dn.qlc_drives) for d in range(dn.count)],
             float(model.tier.read_chunk),
+            drive_link=dn.drive_link,
             queue_prefix=name,
         )
         self.scm: list[Resource] = self.drives.scm
@@ -137,6 +138,8 @@ class VastTopology(BuiltSystem):
             migration_extra=self._migration_extra,
             entropy_of=self._entropy_of,
             qlc_ops=self.qlc_ops,
+            scm_links=self.drives.scm_links,
+            qlc_links=self.drives.qlc_links,
         )
         # Client page caches drain into the tier.
         self.caches: list[FluidBuffer] = []
@@ -315,7 +318,7 @@ class VastTopology(BuiltSystem):
             are read in parallel, so at zero load they add no media time).
         """
         m = self.model
-        base = m.cnode.op_latency + self.wire_s(size_B, client)
+        base = m.cnode.op_latency + self.wire_s(size_B, client) + self.drives.link_s(size_B)
         if operation == "write":
             scale = 1.0 / m.tier.scm_write_efficiency
             return float(base + self.media_s(self.scm_spec, "write", size_B, scale))
