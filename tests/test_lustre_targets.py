@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from flashsim.components.raid_target_spec import RaidTargetSpec
+from flashsim.components.target_life import TargetLife
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
@@ -398,3 +400,25 @@ def test_mdts_on_a_tier_write_metadata_to_scm(tmp_path: Path) -> None:
     assert device.write_s(8192.0) == pytest.approx(8192.0 * 2 / 1e9)
     desc = loaded.kind.describe(loaded.model)
     assert desc.components["mdt_drives"] == 2 * (2 + 10)
+
+
+def test_raid_osts_share_one_aging_memo_per_built_system() -> None:
+    """The RAID target spec a built system keeps owns the aged states its OSTs' lives share
+    (a fast-forward of identical arrays advances one FTL model); another system has its own."""
+    loaded = load_system_model(
+        Path(__file__).resolve().parent.parent / "models/systems/perlmutter.toml"
+    )
+    systems = [loaded.kind.build(loaded.model, Simulation(1), "flow") for _ in range(2)]
+    memos = []
+    for system in systems:
+        spec = system.ost_spec
+        assert isinstance(spec, RaidTargetSpec)
+        lives = [system.target(i) for i in (0, 5)]
+        assert all(isinstance(life, TargetLife) and life.memo is spec.memo for life in lives)
+        memos.append(spec.memo)
+        for life in lives:
+            life.age(1e12)
+        a, b = (life.status() for life in lives)
+        assert a.write_amplification == b.write_amplification
+        assert a.host_written_B == b.host_written_B > 0
+    assert memos[0] is not memos[1]
