@@ -139,6 +139,7 @@ class TierSpec(StrictModel):
             ["ior"],
             "an IOR sequential write bandwidth measurement (with fsync)",
             "VAST test system",
+            where=["tier"],
         ),
     )
     scm_read_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
@@ -150,6 +151,7 @@ class TierSpec(StrictModel):
             ["ior"],
             "an IOR sequential read bandwidth measurement of fresh data",
             "VAST test system",
+            where=["tier"],
         ),
     )
     read_chunk: Bytes = "32 KiB"

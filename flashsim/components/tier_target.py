@@ -82,6 +82,7 @@ from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.simulation import Simulation
 
 if TYPE_CHECKING:
+    from flashsim.components.raid_controller import Controller
     from flashsim.components.target import Fidelity
     from flashsim.components.variability import VariabilitySpec
 
@@ -159,11 +160,20 @@ class TierTargetSpec(TierSpec):
         return data + self.ec_parity
 
     # --------------------------------------------------------- TargetSpec
-    def build(self, sim: Simulation, name: str, variability: VariabilitySpec) -> TierTarget:
+    def build(
+        self,
+        sim: Simulation,
+        name: str,
+        variability: VariabilitySpec,
+        front: Controller | None = None,
+    ) -> TierTarget:
         """A target named ``name``: its drives, their links and queues, and the tier over them.
 
-        ``variability`` draws no factors on a tier (see the module docstring).
+        ``variability`` draws no factors on a tier (see the module docstring); a
+        tier sits behind no external RAID controller (``front``: ``ValueError``).
         """
+        if front is not None:
+            raise ValueError(f"{name}: a tier target cannot sit behind a RAID controller")
         drives = build_tier_drives(
             sim,
             self.scm,
