@@ -131,7 +131,7 @@ def build_mds_service(model: LustreModel) -> MetadataService:
         )
     if mds.tier is not None:
         # An MDT on a tier: metadata updates land in its SCM buffer, each on `scm_copies`
-        # SCM drives at the tier's write efficiency (as VAST's metadata on SCM).
+        # SCM drives at the tier's write efficiency, as metadata on any SCM tier.
         tier = mds.tier
         device = MdDevice(
             drives=tier.scm_drives * mds.targets_per_server,
