@@ -8,7 +8,10 @@ and aged within the describe bound, aged reads coming from QLC.
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,7 +35,7 @@ TABLE_I = [
     "read-iops",
 ]
 AGED = ["age-scm-flush", "read-bandwidth-aged", "read-iops-aged"]
-WHOLE_SYSTEM = ["fpp-write", "fpp-read", "striped-write", "striped-read"]
+WHOLE_SYSTEM = ["fpp-write", "fpp-read", "fpp-age-scm-flush", "fpp-read-aged"]
 
 
 @pytest.fixture(scope="module")
@@ -73,15 +76,22 @@ def test_the_hot_pool_fills_the_e1000_bays_with_vasts_media() -> None:
     assert "P4800X" in tier.scm_drive.name and "P4326" in tier.qlc_drive.name
 
 
-def test_the_aging_flush_overfills_the_write_buffer() -> None:
-    """The aged reads read data the flush moved to QLC: it writes more than the buffer holds."""
+def test_the_aging_flushes_overfill_the_write_buffers() -> None:
+    """The aged reads read data a flush moved to QLC: it writes more than each buffer holds."""
     scenario = load_scenario(SCENARIO)
     tier = scenario.system.model.oss.tier
-    names = [phase.name for phase in scenario.phases]
-    assert names == TABLE_I + AGED + WHOLE_SYSTEM
-    flush = next(p for p in scenario.phases if p.name == "age-scm-flush")
-    assert flush.operation == "write" and flush.stonewall == 0
-    assert flush.ranks * flush.bytes_per_rank_B > float(tier.write_buffer)
+    n_ost = scenario.system.model.oss.count
+    assert [phase.name for phase in scenario.phases] == TABLE_I + AGED + WHOLE_SYSTEM
+    phases = {phase.name: phase for phase in scenario.phases}
+    one_ost = phases["age-scm-flush"]
+    assert one_ost.layout.first_target == 0 and one_ost.stonewall == 0
+    assert one_ost.ranks * one_ost.bytes_per_rank_B > float(tier.write_buffer)
+    every_ost = phases["fpp-age-scm-flush"]
+    assert every_ost.ranks == n_ost and every_ost.stonewall == 0  # one rank per OST
+    assert every_ost.bytes_per_rank_B > float(tier.write_buffer)
+    # Each fresh dataset is read by the ranks that wrote it (no reader of a file never held).
+    for read, written in (("read-iops", "read-iops-dataset"), ("fpp-read", "fpp-write")):
+        assert phases[read].ranks == phases[written].ranks
 
 
 def test_the_hot_pool_describes_its_tier_targets() -> None:
@@ -105,3 +115,26 @@ def test_table_i_bandwidth_runs_within_describe_and_aged_reads_come_from_qlc(
     assert {b.kind for b in fresh.bottlenecks} <= {"scm drive", "pcie"}
     assert aged.bandwidth_Bps > 2.0 * fresh.bandwidth_Bps
     assert all(".ost0." in b.name for b in aged.bottlenecks)
+
+
+@pytest.mark.slow  # the whole scenario: ~2 minutes of 274-OST flows (the README's command)
+def test_the_readme_command_runs_every_phase_within_describe() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "flashsim.cli", "run", str(SCENARIO.relative_to(ROOT)), "--json"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stderr
+    phases = {p["name"]: p for p in json.loads(done.stdout)["phases"]}
+    assert list(phases) == TABLE_I + AGED + WHOLE_SYSTEM
+    loaded = load_system_model(MODEL)
+    derived = loaded.kind.describe(loaded.model).derived
+    for name in ("fpp-write", "fpp-read", "fpp-read-aged"):
+        op = phases[name]["operation"]
+        assert 0 < phases[name]["bandwidth_Bps"] <= derived[f"system_{op}_Bps_peak"] * (1 + 1e-9)
+    # Aged data is read from the 9 QLC drives of every OST, fresh data from the 3 SCM drives.
+    assert phases["fpp-read-aged"]["bandwidth_Bps"] > 2.0 * phases["fpp-read"]["bandwidth_Bps"]
+    # Random 4 KiB writes land in SCM: no RAID read-modify-write bounds them (Perlmutter: 28.8k).
+    assert phases["write-iops"]["iops"] > 10 * 28.8e3
