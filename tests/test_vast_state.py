@@ -644,3 +644,40 @@ def test_degraded_reads_cost_the_lost_share_times_its_reconstruction(
     expect = w.sum() - w[failed] + w[failed] * per_lost
     assert reads.sum() == pytest.approx(expect, rel=1e-9, abs=1e-12)
     assert decode_s >= 0.0 and (decode_s > 0) == (w[failed] > 0 and progress < 1)
+
+
+def test_drive_links_carry_the_tier_bytes_and_bind_when_slow() -> None:
+    """dnode.drive_link: every SCM/QLC drive's PCIe link in both paths and the round trip."""
+    from flashsim.workloads.ior import IorPhase
+
+    plain = load_system_model(MODEL)
+    # PCIe 1.0 x1: 0.25 GB/s a direction, far below a P4800X's 2 GB/s writes.
+    slow = load_system_model(
+        MODEL, {"dnode.drive_link.generation": "1", "dnode.drive_link.lanes": "1"}
+    )
+    base = plain.kind.build(plain.model, Simulation(0), "flow")
+    system = slow.kind.build(slow.model, Simulation(0), "flow")
+    assert isinstance(base, VastSystem) and isinstance(system, VastSystem)
+    name = slow.model.name
+    assert f"{name}.dnode0.scm0.pcie.down" in system.sim.flows.resources
+    assert f"{name}.dnode0.qlc0.pcie.up" in system.sim.flows.resources
+    assert f"{name}.dnode0.scm0.pcie.up" not in base.sim.flows.resources
+    link_s = 2**20 / 0.25e9
+    for op in ("read", "write"):
+        assert system.rtt_s(2**20, op) == pytest.approx(base.rtt_s(2**20, op) + link_s)
+    phase = IorPhase.model_validate(
+        {
+            "name": "w",
+            "workload": "ior",
+            "operation": "write",
+            "nodes": 2,
+            "ranks_per_node": 8,
+            "transfer_size": "1 MiB",
+            "block_size": "1 GiB",
+            "direct_io": True,
+            "stonewall": "5 s",
+        }
+    )
+    w = system.run_phase(phase)
+    # 12 SCM drives' links, 2 replicas a byte: 12 x 0.25 GB/s / 2 = 1.5 GB/s.
+    assert 0.9 * 1.5e9 < w.bandwidth_Bps <= 1.5e9 * (1 + 1e-6)

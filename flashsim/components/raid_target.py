@@ -54,6 +54,7 @@ class RaidTarget:
     depend on the object an operation touches.
     """
 
+    #: Costs do not depend on the object (:attr:`StorageTarget.object_aware`).
     object_aware: ClassVar[bool] = False
 
     name: str

@@ -47,6 +47,7 @@ import simpy
 from flashsim.engine.flows import Flow, Resource
 
 if TYPE_CHECKING:
+    from flashsim.components.raid_controller import Controller
     from flashsim.components.target_state import StatefulTarget
     from flashsim.components.variability import VariabilitySpec
     from flashsim.engine.simulation import Simulation
@@ -122,9 +123,13 @@ class StorageTarget(Protocol):
 
     #: Dotted name (``perlmutter.oss3.ost0``); its resources are named under it.
     name: str
-    #: Whether :meth:`cost` and :meth:`path` depend on the object (a tier: where its bytes
-    #: live); a kind that caches a target's paths by operation must key them by object too.
-    object_aware: bool
+
+    @property
+    def object_aware(self) -> bool:
+        """Whether :meth:`cost` and :meth:`path` depend on the object (a tier: where its
+        bytes live); a kind that caches a target's paths by operation must key them by
+        object too.  A class attribute is enough."""
+        ...
 
     def cost(self, op: OpKind, size_B: float, sequential: bool, obj: str = "") -> TargetCost:
         """What one ``op`` of ``size_B`` bytes of object ``obj`` costs the target now."""
@@ -170,9 +175,16 @@ class TargetSpec(Protocol):
         sim: Simulation,
         name: str,
         variability: VariabilitySpec,
+        front: Controller | None = None,
     ) -> StorageTarget:
         """A target named ``name`` with its resources and queues, its factors drawn from
-        ``variability`` (seeded per component)."""
+        ``variability`` (seeded per component).
+
+        ``front`` is an external controller every operation on the target
+        crosses first, shared with other servers' targets (a DDN couplet: the
+        server class's ``controller``, which the kind builds once per group of
+        servers); a type that cannot sit behind one raises ``ValueError``.
+        """
         ...
 
     def build_life(

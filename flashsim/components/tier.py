@@ -139,6 +139,7 @@ class TierSpec(StrictModel):
             ["ior"],
             "an IOR sequential write bandwidth measurement (with fsync)",
             "VAST test system",
+            where=["tier"],
         ),
     )
     scm_read_efficiency: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
@@ -150,6 +151,7 @@ class TierSpec(StrictModel):
             ["ior"],
             "an IOR sequential read bandwidth measurement of fresh data",
             "VAST test system",
+            where=["tier"],
         ),
     )
     read_chunk: Bytes = "32 KiB"
@@ -264,6 +266,10 @@ class ScmQlcTier:
         from an object compressed to ``c`` costs ``w / c`` of it on a drive
         holding ``w`` physical bytes per logical byte.  This is what makes
         compressible data, packed into few drives, read slower.
+    scm_links, qlc_links : sequence of (Resource, Resource), optional
+        One per SCM / QLC drive: its host PCIe link, (up, down) (capacity in
+        bytes/s each; components.pcie).  A byte a drive reads crosses its up
+        link, a byte it writes its down link (``None``: links not modelled).
     """
 
     def __init__(
@@ -279,6 +285,8 @@ class ScmQlcTier:
         entropy_of: Callable[[str], float] | None = None,
         migration_priority: float = 1000.0,
         qlc_ops: Sequence[Resource] | None = None,
+        scm_links: Sequence[tuple[Resource, Resource]] | None = None,
+        qlc_links: Sequence[tuple[Resource, Resource]] | None = None,
     ) -> None:
         if not scm or not qlc:
             raise ValueError(f"{name}: needs at least one SCM and one QLC drive")
@@ -295,6 +303,12 @@ class ScmQlcTier:
         self.qlc_ops = list(qlc_ops) if qlc_ops is not None else []
         if self.qlc_ops and len(self.qlc_ops) != len(self.qlc):
             raise ValueError(f"{name}: qlc_ops needs one resource per QLC drive")
+        self.scm_links = list(scm_links) if scm_links is not None else []
+        self.qlc_links = list(qlc_links) if qlc_links is not None else []
+        if self.scm_links and len(self.scm_links) != len(self.scm):
+            raise ValueError(f"{name}: scm_links needs one (up, down) pair per SCM drive")
+        if self.qlc_links and len(self.qlc_links) != len(self.qlc):
+            raise ValueError(f"{name}: qlc_links needs one (up, down) pair per QLC drive")
         self.scm_write_cost = scm_write_cost / spec.scm_write_efficiency
         self.qlc_write_cost = qlc_write_cost
         self._migration_extra = migration_extra or (lambda _c: [])
@@ -322,7 +336,7 @@ class ScmQlcTier:
         #: QLC drives out of service whose strips the rebuild has not re-created yet.
         self.qlc_lost: set[int] = set()
         #: Share [0, 1] of the lost strips the running rebuilds have re-created so far
-        #: (the owner of the rebuilds sets it: :class:`~flashsim.systems.vast.target.VastPool`).
+        #: (the owner of the rebuilds sets it: :class:`~flashsim.components.tier_life.TierLife`).
         self.rebuild_progress: Callable[[], float] = lambda: 0.0
         self.geometry = ArrayGeometry.erasure(
             spec.ec_data, spec.ec_parity, len(self.qlc), float(spec.read_chunk)
@@ -552,6 +566,12 @@ class ScmQlcTier:
     def _scm_live(self) -> list[Resource]:
         return [self.scm[i] for i in self._scm_in] if self.scm_out else self.scm
 
+    def _scm_links_live(self) -> list[tuple[Resource, Resource]]:
+        """PCIe links (up, down) of the SCM drives in service (none when not modelled)."""
+        if not self.scm_links:
+            return []
+        return [self.scm_links[i] for i in self._scm_in] if self.scm_out else self.scm_links
+
     # ---------------------------------------------------------------- geometry
     def compressed_fraction(self, obj: str) -> float:
         """Compressed over logical size of ``obj``'s data."""
@@ -584,11 +604,21 @@ class ScmQlcTier:
         return weights
 
     # ------------------------------------------------------------------ paths
-    def ingest_path(self) -> list[tuple[Resource, float]]:
-        """Tier resources crossed by one user byte written (gate and SCM replicas)."""
+    def ingest_path(self, share: float = 1.0) -> list[tuple[Resource, float]]:
+        """Tier resources crossed by one user byte written (gate, SCM replicas, their links).
+
+        ``share``: the part of a flow's bytes that comes to this tier (a flow
+        striped over several tiers; :meth:`FluidBuffer.add_ingest
+        <flashsim.components.fluid.FluidBuffer.add_ingest>` with the same share).
+        """
         live = self._scm_live()
-        each = self.spec.scm_copies * self.scm_write_cost / len(live)
-        return [*self.buffer.ingest_path(), *((r, each) for r in live)]
+        each = share * self.spec.scm_copies * self.scm_write_cost / len(live)
+        path = [*self.buffer.ingest_path(share), *((r, each) for r in live)]
+        links = self._scm_links_live()
+        if links:
+            down = share * self.spec.scm_copies / len(links)
+            path += [(link, down) for _, link in links]
+        return path
 
     def _migration_path(self, head: str) -> DrainPath:
         c = self.compressed_fraction(head)
@@ -598,6 +628,16 @@ class ScmQlcTier:
         per_byte_qlc = c * width / (width - self.spec.ec_parity) * self.qlc_write_cost
         weights = self._mean_drive_weights(c)
         path += [(r, per_byte_qlc * w) for r, w in zip(self.qlc, weights, strict=True) if w > 0]
+        links = self._scm_links_live()
+        if links:
+            path += [(up, 1.0 / len(links)) for up, _ in links]
+        if self.qlc_links:
+            phys = c * width / (width - self.spec.ec_parity)
+            path += [
+                (down, phys * w)
+                for (_, down), w in zip(self.qlc_links, weights, strict=True)
+                if w > 0
+            ]
         path += self._migration_extra(c)
         key: tuple[float, ...] = (round(c, 9),)
         if self._service_version:
@@ -805,10 +845,16 @@ class ScmQlcTier:
             live = self._scm_live()
             weight = f_scm / len(live) / self.spec.scm_read_efficiency
             path += [(r, weight) for r in live]
+            links = self._scm_links_live()
+            path += [(up, f_scm / len(links)) for up, _ in links]
         path += [(r, float(w)) for r, w in zip(self.qlc, reads, strict=True) if w > 0]
         if self.qlc_ops and f_qlc > 0:
             c = float(qlc_w.sum()) / f_qlc  # physical bytes per logical byte on QLC
             path += [(r, float(w) / c) for r, w in zip(self.qlc_ops, reads, strict=True) if w > 0]
+        if self.qlc_links:
+            path += [
+                (up, float(w)) for (up, _), w in zip(self.qlc_links, reads, strict=True) if w > 0
+            ]
         return path
 
     def forget(self, obj: str) -> None:

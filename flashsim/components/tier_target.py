@@ -13,17 +13,78 @@ as it wires a RAID target.
 The model-file table is :class:`TierTargetSpec`: the ``[tier]`` keys of a
 VAST model (:class:`~flashsim.components.tier.TierSpec`) plus the drives one
 target holds.
+
+One target, ``<target>``, holds ``scm_drives`` SCM and ``qlc_drives`` QLC
+drives (:func:`~flashsim.components.tier_drives.build_tier_drives`: resources
+``<target>.scm<i>``, ``<target>.qlc<j>``, ``<target>.qlc<j>.ops`` and, with a
+``drive_link``, ``<drive>.pcie.up``/``.down``; request queues
+``<drive>.cmd``/``.xfer``) and a tier named ``<target>.tier`` over them.
+
+Costs (:meth:`TierTarget.cost`), per operation of ``s`` bytes:
+
+* write: the ingest path, the buffer's gate and ``scm_copies`` SCM replicas
+  spread over the SCM drives in service (flow fidelity:
+  :meth:`ScmQlcTier.ingest_path <flashsim.components.tier.ScmQlcTier.ingest_path>`
+  scaled by the flow's share; request fidelity: the replicas queue at
+  ``scm_copies`` distinct SCM drives drawn from ``<target>.requests`` at
+  once, then the bytes are committed to the buffer).  Zero-load: one SCM
+  write of ``s`` bytes, its data stage stretched by ``1 / scm_write_efficiency``
+  (the server is held for its command then its data stage, as the request
+  queues serve them one after the other; the drive's access latency and the
+  link transfer hold none);
+* read: where the object's bytes live now (:meth:`ScmQlcTier.read_weights
+  <flashsim.components.tier.ScmQlcTier.read_weights>`): the SCM share from the
+  SCM drives in service at ``scm_read_efficiency``, the QLC share from the
+  drives holding its strips, a failed drive's strips reconstructed from
+  survivors (degraded reads, decode time held on the server).  An object the
+  target has never held is data older than the run: it is placed on QLC first
+  (:meth:`ScmQlcTier.place_aged <flashsim.components.tier.ScmQlcTier.place_aged>`)
+  as one stripe (``stripe_size``, ASSUMED as VAST's jobs do,
+  :mod:`flashsim.systems.vast.jobs`): a read of it needs only where it lives,
+  and a later write of the object splits its reads between SCM and QLC in
+  proportion to the bytes written and that stripe.
+
+The cost is taken when the kind asks (``cost``), so a flow's path is where
+the object's bytes were when it started (flow fidelity fixes paths at start).
+
+Per-component variability (``VariabilitySpec``) draws no factors on a tier
+target's drives: the tier's efficiencies are calibrated per tier, not per
+drive (``scm_write_efficiency``, ``scm_read_efficiency``).
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+import math
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field
+import simpy
+from pydantic import Field, model_validator
 
 from flashsim.components.drive import DriveField
 from flashsim.components.pcie import PcieLink
-from flashsim.components.tier import TierSpec
+from flashsim.components.ssd import SsdSpec
+from flashsim.components.target import OpKind, PathEntries, StorageTarget, TargetCost
+from flashsim.components.tier import ReadWeights, ScmQlcTier, TierSpec, compressed_fraction
+from flashsim.components.tier_drives import (
+    ReadPicks,
+    TierDrives,
+    build_tier_drives,
+    pick_read,
+    pick_replicas,
+    pick_scm,
+    read_picks,
+)
+from flashsim.components.tier_life import TierLife
+from flashsim.config import field_error
+from flashsim.engine.flows import Flow, Resource
+from flashsim.engine.simulation import Simulation
+
+if TYPE_CHECKING:
+    from flashsim.components.raid_controller import Controller
+    from flashsim.components.target import Fidelity
+    from flashsim.components.variability import VariabilitySpec
 
 
 class TierTargetSpec(TierSpec):
@@ -50,3 +111,354 @@ class TierTargetSpec(TierSpec):
     qlc_drives: Annotated[int, Field(ge=1)]
     drive_link: PcieLink | None = None
     data_entropy: Annotated[float, Field(ge=0.0, le=8.0)] = 8.0
+
+    @model_validator(mode="after")
+    def _drives_hold_the_layout(self) -> TierTargetSpec:
+        """SSDs on both media, the erasure code within the QLC drives, replicas within SCM."""
+        for key in ("scm_drive", "qlc_drive"):
+            if not isinstance(getattr(self, key), SsdSpec):
+                raise field_error(key, "a tier's drives must be SSDs (kind = 'ssd')")
+        if self.ec_data + self.ec_parity > self.qlc_drives:
+            raise field_error(
+                "ec_data",
+                f"ec_data + ec_parity (= {self.ec_data} + {self.ec_parity}) exceeds the "
+                f"{self.qlc_drives} QLC drives of a target (qlc_drives)",
+            )
+        if self.scm_copies > self.scm_drives:
+            raise field_error(
+                "scm_copies",
+                f"{self.scm_copies} replicas need at least as many SCM drives per target "
+                f"(scm_drives = {self.scm_drives})",
+            )
+        return self
+
+    # ------------------------------------------------------------- drives
+    @property
+    def scm(self) -> SsdSpec:
+        """The SCM drive's datasheet."""
+        assert isinstance(self.scm_drive, SsdSpec)
+        return self.scm_drive
+
+    @property
+    def qlc(self) -> SsdSpec:
+        """The QLC drive's datasheet."""
+        assert isinstance(self.qlc_drive, SsdSpec)
+        return self.qlc_drive
+
+    def _link_Bps(self) -> float:
+        return self.drive_link.bandwidth_Bps if self.drive_link is not None else math.inf
+
+    def _compressed(self) -> float:
+        """Compressed over logical size of data of ``data_entropy``."""
+        return compressed_fraction(self.data_entropy, self.min_compressed_fraction)
+
+    def _read_drives(self) -> int:
+        """QLC drives a read of ``data_entropy`` data spreads over (all with ``rotate``)."""
+        if self.placement == "rotate":
+            return self.qlc_drives
+        data = min(self.ec_data, max(1, math.ceil(self.ec_data * self._compressed() - 1e-9)))
+        return data + self.ec_parity
+
+    # --------------------------------------------------------- TargetSpec
+    def build(
+        self,
+        sim: Simulation,
+        name: str,
+        variability: VariabilitySpec,
+        front: Controller | None = None,
+    ) -> TierTarget:
+        """A target named ``name``: its drives, their links and queues, and the tier over them.
+
+        ``variability`` draws no factors on a tier (see the module docstring); a
+        tier sits behind no external RAID controller (``front``: ``ValueError``).
+        """
+        if front is not None:
+            raise ValueError(f"{name}: a tier target cannot sit behind a RAID controller")
+        drives = build_tier_drives(
+            sim,
+            self.scm,
+            self.qlc,
+            [(name, self.scm_drives, self.qlc_drives)],
+            float(self.read_chunk),
+            self.drive_link,
+        )
+        return TierTarget(sim, name, self, drives)
+
+    def build_life(self, sim: Simulation, target: StorageTarget, fidelity: Fidelity) -> TierLife:
+        """The tier's life (:class:`~flashsim.components.tier_life.TierLife`) for the timeline.
+
+        Rebuilds are flows in both fidelities, so ``fidelity`` changes nothing.
+        """
+        if not isinstance(target, TierTarget):
+            raise TypeError(f"{target.name}: a tier's life needs a TierTarget")
+        return TierLife(sim, target.name, self, target.tier, target.drives)
+
+    def peak_Bps(self, op: OpKind) -> float:
+        """Datasheet bandwidth (bytes/s) of one target.
+
+        ``write``: the sustained ingest until the buffer fills, every SCM
+        drive writing at ``scm_write_efficiency`` of its datasheet rate (or
+        its link's), divided by ``scm_copies`` replicas; once the buffer is
+        full, writers get the migration's rate instead.  ``read``: reading
+        QLC, the drives the data spreads over at their read bandwidth (or
+        their links'), ``data_entropy`` data compressed to ``c`` giving
+        ``1 / c`` logical bytes per byte read, capped by their read
+        operations (read IOPS x ``read_chunk`` logical bytes each).
+        """
+        link = self._link_Bps()
+        if op == "write":
+            per = min(float(self.scm.write_bandwidth) * self.scm_write_efficiency, link)
+            return self.scm_drives * per / self.scm_copies
+        n = self._read_drives()
+        bw = n * min(float(self.qlc.read_bandwidth), link) / self._compressed()
+        ops = n * float(self.qlc.read_iops) * float(self.read_chunk)
+        return min(bw, ops)
+
+    def peak_iops(self, op: OpKind, size_B: float = 4096.0) -> float:
+        """Datasheet operations/s of one target for ``size_B`` operations.
+
+        ``write``: each lands on ``scm_copies`` SCM drives (random IOPS or
+        bandwidth over size, at ``scm_write_efficiency``); ``read``: one QLC
+        operation of ``c * size_B`` physical bytes on the drives the data
+        spreads over.
+        """
+        link = self._link_Bps()
+        if op == "write":
+            scm = self.scm
+            bw = min(float(scm.write_bandwidth) * self.scm_write_efficiency, link)
+            each = min(float(scm.write_iops), bw / size_B)
+            return self.scm_drives * each / self.scm_copies
+        qlc = self.qlc
+        phys = self._compressed() * size_B
+        each = min(float(qlc.read_iops), min(float(qlc.read_bandwidth), link) / phys)
+        return self._read_drives() * each
+
+    def drive_count(self) -> int:
+        """SCM and QLC drives of one target."""
+        return self.scm_drives + self.qlc_drives
+
+    def usable_B(self) -> float:
+        """User bytes one target stores: QLC capacity x ``ec_data / (ec_data + ec_parity)``.
+
+        Before compression (the SCM buffer holds data on its way, not more of it).
+        """
+        k, m = self.ec_data, self.ec_parity
+        return self.qlc_drives * float(self.qlc.capacity) * k / (k + m)
+
+    def label(self) -> str:
+        """``tier 2x <SCM> over 12x <QLC> ec 8+2``."""
+        return (
+            f"tier {self.scm_drives}x {self.scm.name} over {self.qlc_drives}x {self.qlc.name} "
+            f"ec {self.ec_data}+{self.ec_parity}"
+        )
+
+
+@dataclass(frozen=True)
+class TierRead:
+    """A tier read's :attr:`TargetCost.detail`: where the object's bytes live, at cost time.
+
+    Attributes
+    ----------
+    where : ReadWeights
+        :meth:`ScmQlcTier.read_weights <flashsim.components.tier.ScmQlcTier.read_weights>`.
+    path : list of (Resource, float)
+        Drive resources per logical byte (degraded reads included).
+    picks : ReadPicks
+        Request fidelity's draw of a drive (:func:`~flashsim.components.tier_drives.read_picks`).
+    decode_s : float
+        Expected decode time (s) of one read (degraded reads).
+    """
+
+    where: ReadWeights
+    path: PathEntries
+    picks: ReadPicks
+    decode_s: float
+
+
+class TierTarget:
+    """An SCM write buffer over compressed, erasure-coded QLC as one :class:`StorageTarget`.
+
+    Parameters
+    ----------
+    sim : Simulation
+        The simulation.
+    name : str
+        Dotted target name (``perlmutter.oss3.ost0``).
+    spec : TierTargetSpec
+        The target's table.
+    drives : TierDrives
+        Its SCM and QLC drives (:func:`~flashsim.components.tier_drives.build_tier_drives`).
+    """
+
+    def __init__(
+        self, sim: Simulation, name: str, spec: TierTargetSpec, drives: TierDrives
+    ) -> None:
+        self.sim = sim
+        self.name = name
+        #: Reads go where the object's bytes live now: costs depend on the object.
+        self.object_aware = True
+        self.spec = spec
+        self.drives = drives
+        #: Entropy (bits per byte) of objects whose data the workload describes.
+        self.entropy: dict[str, float] = {}
+        self.tier = ScmQlcTier(
+            sim,
+            f"{name}.tier",
+            spec,
+            drives.scm,
+            drives.qlc,
+            scm_write_cost=drives.scm_write_cost,
+            qlc_write_cost=drives.qlc_write_cost,
+            entropy_of=self._entropy_of,
+            qlc_ops=drives.qlc_ops,
+            scm_links=drives.scm_links,
+            qlc_links=drives.qlc_links,
+        )
+        self.rng = sim.rng(f"{name}.requests")
+
+    def _entropy_of(self, obj: str) -> float:
+        return self.entropy.get(obj, self.spec.data_entropy)
+
+    def set_entropy(self, obj: str, bits_per_byte: float) -> None:
+        """The data of ``obj`` has ``bits_per_byte`` of entropy (0..8): how it compresses."""
+        if not 0.0 <= bits_per_byte <= 8.0:
+            raise ValueError(
+                f"{self.name}: entropy of {obj!r} (={bits_per_byte}) must be in [0, 8]"
+            )
+        self.entropy[obj] = bits_per_byte
+
+    def aged_size_B(self) -> float:
+        """Logical bytes an object read before any write is placed as (one stripe, ASSUMED)."""
+        return float(self.spec.stripe_size)
+
+    # ------------------------------------------------------------------ cost
+    def cost(self, op: OpKind, size_B: float, sequential: bool, obj: str = "") -> TargetCost:
+        """What one ``op`` of ``size_B`` bytes of ``obj`` costs now (module docstring).
+
+        A read of an object the target does not hold places it on QLC as aged
+        data first (:meth:`aged_size_B`).
+        """
+        own, spec = self.drives, self.spec
+        link_s = own.link_s(size_B)
+        if op == "write":
+            scm = own.scm_spec
+            xfer = scm.xfer_s("write", size_B) / spec.scm_write_efficiency
+            busy = scm.cmd_s("write", size_B) + xfer
+            delay = scm.delay_s("write", size_B) + link_s
+            return _tier_cost(op, size_B, obj, busy, delay, (0.0, spec.scm_copies * size_B))
+        tier = self.tier
+        if tier.committed_B(obj) <= 0:
+            tier.place_aged(obj, self.aged_size_B())
+        where = tier.read_weights(obj)
+        f_scm, qlc_w, f_qlc = where
+        reads, decode_s = tier.degraded_reads(qlc_w, size_B)
+        path = tier.drives_reading(f_scm, qlc_w, f_qlc, reads)
+        scm, qlc = own.scm_spec, own.qlc_spec
+        scm_busy = scm.cmd_s("read", size_B) + scm.xfer_s("read", size_B) / spec.scm_read_efficiency
+        qlc_busy = qlc.cmd_s("read", size_B) + qlc.xfer_s("read", size_B)
+        busy = f_scm * scm_busy + f_qlc * qlc_busy + decode_s
+        delay = f_scm * scm.delay_s("read", size_B) + f_qlc * qlc.delay_s("read", size_B) + link_s
+        links = (size_B * (f_scm + float(reads.sum())), 0.0)
+        detail = TierRead(where, path, read_picks(where), decode_s)
+        return _tier_cost(op, size_B, obj, busy, delay, links, detail)
+
+    # ------------------------------------------------------------------ flow
+    def path(self, cost: TargetCost, share: float = 1.0) -> PathEntries:
+        """Flow path per byte of a flow carrying ``share`` of its bytes through this target.
+
+        A write: the ingest path (gate, SCM replicas and their links) now; a
+        read: the drives where the object's bytes lived at cost time.
+        """
+        if cost.op == "write":
+            return self.tier.ingest_path(share)
+        detail: TierRead = cost.detail
+        return [(r, share * w) for r, w in detail.path]
+
+    def flow_started(self, cost: TargetCost, flow: Flow, share: float = 1.0) -> None:
+        """A write flow's ``share`` of bytes fills the buffer as ``cost.obj``'s as it moves."""
+        if cost.op == "write":
+            self.tier.buffer.add_ingest(flow, cost.obj, share)
+
+    def account_wear(self, bytes_moved: Callable[[Resource], float]) -> None:
+        """Bring the drives' wear up to now from the tier's own counters (``bytes_moved`` unused).
+
+        The buffer counts the bytes it took in (SCM replicas) and the
+        migration the physical bytes each QLC drive received
+        (:meth:`TierDrives.sync_wear <flashsim.components.tier_drives.TierDrives.sync_wear>`).
+        """
+        self.drives.sync_wear(self.tier)
+
+    def migrating(self) -> bool:
+        """Whether the SCM buffer sits at its hold level, so every new byte is migrated too."""
+        buf = self.tier.buffer
+        return bool(buf.level_B >= buf.drain_start_B * (1.0 - 1e-6))
+
+    # --------------------------------------------------------------- request
+    def visit(self, env: simpy.Environment, cost: TargetCost) -> Generator[simpy.Event, Any, None]:
+        """Request fidelity: the target's part of one operation (module docstring).
+
+        A write queues at ``scm_copies`` SCM drives at once (command units,
+        then the data path stretched by ``1 / scm_write_efficiency``), counts
+        the replicas as wear and commits the bytes to the buffer; at the hold
+        level it also queues one migration read of them at an SCM drive (not
+        awaited), as the drain's SCM read.  A read queues at the drive its
+        bytes are drawn on (:func:`~flashsim.components.tier_drives.pick_read`),
+        or at the survivors that reconstruct it, then decodes.
+        """
+        own, spec, tier = self.drives, self.spec, self.tier
+        size = cost.size_B
+        if cost.op == "write":
+            scale = 1.0 / spec.scm_write_efficiency
+            picked = pick_replicas(tier, self.rng)
+            yield env.all_of([env.process(self._replica(i, size, scale)) for i in picked])
+            if self.migrating():
+                env.process(own.migration_read(pick_scm(tier, self.rng), size))
+            tier.buffer.add_bytes(cost.obj, size)
+            return
+        detail: TierRead = cost.detail
+        pick = pick_read(tier, detail.picks, size, self.rng)
+        scale = 1.0 / spec.scm_read_efficiency if pick.medium == "scm" else 1.0
+        if len(pick.drives) == 1:
+            yield from own.visit(pick.medium, pick.drives[0], "read", size, scale)
+        else:
+            yield env.all_of(
+                [env.process(own.visit(pick.medium, d, "read", size, scale)) for d in pick.drives]
+            )
+        if pick.decode_s > 0:
+            yield env.timeout(pick.decode_s)
+
+    def _replica(
+        self, index: int, size_B: float, scale: float
+    ) -> Generator[simpy.Event, Any, None]:
+        """One SCM replica of a write: into its drive, counted as wear."""
+        yield from self.drives.visit("scm", index, "write", size_B, scale)
+        self.drives.record_replica(index, size_B, self.spec.scm_copies)
+
+
+def _tier_cost(
+    op: OpKind,
+    size_B: float,
+    obj: str,
+    busy_s: float,
+    delay_s: float,
+    pcie_B: tuple[float, float],
+    detail: TierRead | None = None,
+) -> TargetCost:
+    """A tier's :class:`TargetCost`: no RAID stages, ``pcie_B`` = bytes (up, down) over links."""
+    return TargetCost(
+        op=op,
+        size_B=size_B,
+        raid_s=0.0,
+        stages=(),
+        drive_cmd_s=0.0,
+        drive_xfer_s=0.0,
+        pcie_up_B=pcie_B[0],
+        pcie_down_B=pcie_B[1],
+        drive_latency_s=busy_s,
+        delay_s=delay_s,
+        obj=obj,
+        detail=detail,
+    )
+
+
+__all__ = ["TierRead", "TierTarget", "TierTargetSpec"]

@@ -31,6 +31,7 @@ import numpy as np
 import simpy
 from pydantic import Field, model_validator
 
+from flashsim.components.raid_target import RaidTarget
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import Bytes, Seconds, StrictModel, field_error
 from flashsim.engine.flows import Flow
@@ -206,14 +207,12 @@ class OstAgingDetails(PhaseDetails):
 
 def ost_capacity_B(system: LustreCore) -> float:
     """User bytes of one OST: its drives' capacity after parity and distributed spares."""
-    spec = system.model.oss
-    n = spec.drives_per_target
-    return n * float(spec.drive.capacity) * spec.raid.usable_fraction(n)
+    return system.ost_spec.usable_B()
 
 
 def age_ost(
     system: LustreCore, index: int, fill: float | None, fidelity: Fidelity, label: str
-) -> OstNode:
+) -> RaidTarget:
     """Give OST ``index`` fresh drives with an FTL model in ``fidelity``; return the OST.
 
     The OST's life (:class:`~flashsim.components.target_life.TargetLife`)
@@ -227,9 +226,9 @@ def age_ost(
             "oss.aging: the model has no drive-aging table; add [oss.aging] (units_per_block, "
             "spread) to age OSTs"
         )
-    if not isinstance(spec.drive, SsdSpec):
-        raise ValueError(f"oss.drive: {spec.drive.name} is not an SSD; only SSDs age here")
-    life = system.target(index)
+    life = system.raid_life(index, "aging")
+    if not isinstance(life.target.drive, SsdSpec):
+        raise ValueError(f"oss.drive: {life.target.drive.name} is not an SSD; only SSDs age here")
     life.renew(fill, fidelity, label)
     return life.target
 
@@ -333,7 +332,7 @@ def run_ost_aging(system: LustreCore, phase: OstAgingPhase, fidelity: Fidelity) 
     _, ost = system.ost(phase.ost)
     # Fig. 8 starts from fresh drives: the phase renews the OST it studies and leaves it aged.
     age_ost(system, phase.ost, phase.fill, fidelity, f"{ost.name}.{phase.name}")
-    life = system.target(phase.ost)
+    life = system.raid_life(phase.ost, phase.workload)
     capacity = ost_capacity_B(system)
     start = sim.now
 

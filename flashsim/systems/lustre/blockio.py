@@ -33,13 +33,13 @@ import simpy
 from pydantic import Field
 
 from flashsim.components.hdd import HddSpec, HddStream
+from flashsim.components.raid_target import RaidTarget
 from flashsim.config import Bytes, Seconds, StrictModel
 from flashsim.engine.flows import Flow, Resource
 from flashsim.measure.results import PhaseDetails, PhaseResult
 from flashsim.systems.base import Fidelity
 from flashsim.systems.lustre.core import LustreCore
 from flashsim.systems.lustre.model import LustreModel
-from flashsim.systems.lustre.nodes import OstNode
 
 OpKind = Literal["read", "write"]
 Access = Literal["random", "sequential"]
@@ -172,7 +172,7 @@ def check_block_io_phase(model: LustreModel, phase: BlockIoPhase) -> None:
         )
 
 
-def device_view(ost: OstNode, access: Access) -> OstNode:
+def device_view(ost: RaidTarget, access: Access) -> RaidTarget:
     """The target as a request stream of ``access`` sees it.
 
     Random access: the target itself.  Sequential: the same resources and
@@ -202,7 +202,7 @@ def peak_Bps(model: LustreModel, devices_per_controller: dict[int, int], op: OpK
 
 
 def _path(
-    view: OstNode, op: OpKind, size_B: float, sequential: bool
+    view: RaidTarget, op: OpKind, size_B: float, sequential: bool
 ) -> tuple[list[tuple[Resource, float]], float]:
     """Flow path of one device's request stream and one request's zero-load time (s).
 
@@ -217,7 +217,7 @@ def _path(
 
 def _device_worker(
     env: simpy.Environment,
-    view: OstNode,
+    view: RaidTarget,
     op: OpKind,
     size_B: float,
     sequential: bool,
@@ -247,11 +247,13 @@ def run_block_io(system: LustreCore, phase: BlockIoPhase) -> PhaseResult:
     sequential = phase.access == "sequential"
     fidelity = phase.fidelity or system.fidelity
     servers = tested_servers(model, phase)
-    devices: list[OstNode] = []
+    devices: list[RaidTarget] = []
     per_ctrl: dict[int, int] = {}
+    per = model.oss.targets_per_server
     for s in servers:
         key = -1 - s if model.oss.controller is None else model.oss.controller.index_of(s)
-        for ost in system.server(s).osts:
+        for t in range(per):
+            _, ost = system.raid_ost(s * per + t, phase.workload)
             devices.append(device_view(ost, phase.access))
             per_ctrl[key] = per_ctrl.get(key, 0) + 1
     start = sim.now

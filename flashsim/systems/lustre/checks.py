@@ -30,9 +30,11 @@ def check_model(model: LustreModel) -> None:
     if model.oss.count < 1:
         raise ValueError("oss.count: a Lustre system needs at least one OSS")
     oss = model.oss
-    if oss.aging is not None and isinstance(oss.drive, SsdSpec):
-        n = oss.drives_per_target
-        written = float(oss.drive.capacity) * (n - oss.raid.spares) / n
+    check_tier_keys(model)
+    if oss.tier is None and oss.aging is not None and isinstance(oss.drive, SsdSpec):
+        raid = oss.raid_target_spec()
+        n = raid.drives
+        written = float(oss.drive.capacity) * (n - raid.raid.spares) / n
         if oss.drive.raw_capacity_B <= written:
             raise ValueError(
                 f"oss.drive.overprovisioning: {oss.drive.overprovisioning:g} leaves the drives no "
@@ -61,7 +63,7 @@ def check_model(model: LustreModel) -> None:
                     f"{role}.{name}: an efficiency of 0 delivers no bandwidth; expected a "
                     "fraction in (0, 1]"
                 )
-        if isinstance(spec.drive, HddSpec) and spec.drive_link is not None:
+        if spec.tier is None and isinstance(spec.drive, HddSpec) and spec.drive_link is not None:
             raise ValueError(
                 f"{role}.drive: {spec.drive.name} is a hard disk (SAS/SATA); it cannot sit on "
                 f"the PCIe drive_link of an NVMe model (remove {role}.drive_link or choose an "
@@ -72,24 +74,27 @@ def check_model(model: LustreModel) -> None:
                 f"{role}.read_cache: a server DRAM read cache is not modelled yet "
                 "(an all-flash OSS does not cache object data by default); set it to false"
             )
-        need = spec.raid.min_drives()
-        if spec.drives_per_target < need:
-            raise ValueError(
-                f"{role}.drives_per_target: {spec.drives_per_target} drives cannot hold a "
-                f"{spec.raid.level} stripe of {spec.raid.stripe_drives} drives plus "
-                f"{spec.raid.spares} spare(s) (needs >= {need})"
-            )
-        lanes_drives = spec.drives_per_target * spec.targets_per_server
+        if spec.raid is not None and spec.drives_per_target is not None:
+            need = spec.raid.min_drives()
+            if spec.drives_per_target < need:
+                raise ValueError(
+                    f"{role}.drives_per_target: {spec.drives_per_target} drives cannot hold a "
+                    f"{spec.raid.level} stripe of {spec.raid.stripe_drives} drives plus "
+                    f"{spec.raid.spares} spare(s) (needs >= {need})"
+                )
+        per_target = spec.target_spec().drive_count()
+        lanes_drives = per_target * spec.targets_per_server
         if spec.enclosure is not None:
             lanes_drives = max(lanes_drives, spec.enclosure.drives)
-            per_encl = spec.enclosure.servers * spec.drives_per_target * spec.targets_per_server
+            per_encl = spec.enclosure.servers * per_target * spec.targets_per_server
             if per_encl > spec.enclosure.drives:
                 raise ValueError(
                     f"{role}.enclosure.drives: {spec.enclosure.servers} servers x "
-                    f"{spec.drives_per_target * spec.targets_per_server} drives need "
+                    f"{per_target * spec.targets_per_server} drives need "
                     f"{per_encl} bays, the enclosure has {spec.enclosure.drives}"
                 )
-        link_lanes = spec.drive_link.lanes if spec.drive_link is not None else 0
+        drive_link = spec.drive_link if spec.tier is None else spec.tier.drive_link
+        link_lanes = drive_link.lanes if drive_link is not None else 0
         lanes = lanes_drives * link_lanes + spec.nic.pcie_lanes
         if spec.cpu.pcie_lanes and lanes > spec.cpu.pcie_lanes:
             raise ValueError(
@@ -97,10 +102,11 @@ def check_model(model: LustreModel) -> None:
                 f"NICs ({spec.nic.pcie_lanes}) need {lanes} lanes, the CPU has "
                 f"{spec.cpu.pcie_lanes}"
             )
-        link_gen = spec.drive_link.generation if spec.drive_link is not None else 0
+        link_gen = drive_link.generation if drive_link is not None else 0
         if link_gen > spec.cpu.pcie_generation:
+            key = "drive_link" if spec.tier is None else "tier.drive_link"
             raise ValueError(
-                f"{role}.drive_link.generation: Gen{link_gen} exceeds the "
+                f"{role}.{key}.generation: Gen{link_gen} exceeds the "
                 f"CPU's Gen{spec.cpu.pcie_generation}"
             )
     for key, nic in nics:
@@ -123,6 +129,45 @@ def check_model(model: LustreModel) -> None:
         )
 
 
+#: Phases that study a RAID array's drives (aging, rebuild, degraded reads, data loss, block
+#: I/O to the array): a model whose OSTs are a tier gets one error line naming the phase.
+RAID_ONLY_WORKLOADS = (
+    "ost-aging",
+    "production-aging",
+    "rebuild",
+    "degraded-survey",
+    "data-loss",
+    "block-io",
+)
+
+#: Keys of a server class that mean nothing when its targets are a tier (``tier``), and
+#: what to do instead.
+TIER_IGNORES = {
+    "drive_link": "give the tier's own tier.drive_link",
+    "controller": "an external RAID controller sits in front of RAID arrays only",
+    "raid_threads": "a tier has no RAID engine",
+    "sub_stripe_write_cost": "a tier has no RAID engine",
+    "stack_read_efficiency": "give tier.scm_read_efficiency",
+    "stack_write_efficiency": "give tier.scm_write_efficiency",
+    "rebuild": "give tier.rebuild",
+    "aging": "a tier's aged data is a phase's (aged) choice, not drive aging",
+}
+
+
+def check_tier_keys(model: LustreModel) -> None:
+    """A server class with ``tier`` targets gives no RAID-target key."""
+    for role, spec in (("oss", model.oss), ("mds", model.mds)):
+        if spec is None or spec.tier is None:
+            continue
+        given = sorted(spec.model_fields_set & TIER_IGNORES.keys())
+        if given:
+            key = given[0]
+            raise ValueError(
+                f"{role}.{key}: means nothing for tier targets ({role}.tier): "
+                f"{TIER_IGNORES[key]}; remove {role}.{key}"
+            )
+
+
 #: Lustre's default stripe size (``lfs setstripe -S``), the one the model's even spread of
 #: RPCs over stripes stands for.
 LUSTRE_STRIPE_B = 2.0**20
@@ -131,8 +176,10 @@ LUSTRE_STRIPE_B = 2.0**20
 def _resources_per_target(model: LustreModel) -> int:
     """Flow-path entries one rank's stream adds per target it stripes over."""
     oss = model.oss
-    per_drive = 2 + (2 if oss.drive_link is not None else 0)  # command, data, PCIe up/down
-    return oss.nic.ports + 2 + oss.drives_per_target * per_drive + 2  # + CPU, RAID, fabric, OSC
+    link = oss.drive_link if oss.tier is None else oss.tier.drive_link
+    per_drive = 2 + (2 if link is not None else 0)  # command, data, PCIe up/down
+    drives = oss.target_spec().drive_count()
+    return oss.nic.ports + 2 + drives * per_drive + 2  # + CPU, RAID, fabric, OSC
 
 
 def check_phase(model: LustreModel, phase: Any) -> None:
@@ -148,6 +195,11 @@ def check_phase(model: LustreModel, phase: Any) -> None:
     """
     n_osts = model.oss.count * model.oss.targets_per_server
     workload = getattr(phase, "workload", "")
+    if model.oss.tier is not None and workload in RAID_ONLY_WORKLOADS:
+        raise ValueError(
+            f"workload: phase {workload!r} needs RAID OSTs; this model's OSTs are an "
+            "SCM->QLC tier (oss.tier)"
+        )
     check_placement(phase, client_slots(model))
     for i, job in enumerate(getattr(phase, "jobs", []) if workload == "jobs" else []):
         first = getattr(job, "first_target", None)
@@ -218,7 +270,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
             raise ValueError("sources: an LNet survey needs at least two OSSes")
         check_size("sinks", count, 1, f"testing the {count:,} OSSes in turn")
     elif workload in REBUILD_WORKLOADS:
-        check_rebuild_phase(n_osts, model.oss.drives_per_target, phase)
+        check_rebuild_phase(n_osts, model.oss.target_spec().drive_count(), phase)
     elif isinstance(phase, IorPhase):
         slots = client_slots(model)
         if phase.nodes > slots:
@@ -285,8 +337,9 @@ def check_aging_phase(model: LustreModel, n_osts: int, phase: Any) -> None:
             "workload: the model has no [oss.aging] table (how the file system's writes reach "
             "each drive's FTL); add one with units_per_block and spread to age its OSTs"
         )
-    if not isinstance(model.oss.drive, SsdSpec):
-        raise ValueError(f"workload: {model.oss.drive.name} is not an SSD; only SSDs age here")
+    drive = model.oss.raid_target_spec().drive
+    if not isinstance(drive, SsdSpec):
+        raise ValueError(f"workload: {drive.name} is not an SSD; only SSDs age here")
     if phase.workload == "ost-aging" and phase.ost >= n_osts:
         raise ValueError(
             f"ost: OST {phase.ost} does not exist; the system has {n_osts} (0..{n_osts - 1})"

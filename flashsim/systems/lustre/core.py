@@ -32,7 +32,9 @@ from flashsim.components.fabric import Fabric
 from flashsim.components.fabric_spec import fabric_role
 from flashsim.components.placement import Placement
 from flashsim.components.raid_controller import Controller, build_controller
-from flashsim.components.target_life import AgingMemo, TargetLife
+from flashsim.components.raid_target import RaidTarget
+from flashsim.components.target import TargetSpec
+from flashsim.components.target_life import TargetLife
 from flashsim.components.target_state import StatefulTarget
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
@@ -74,10 +76,11 @@ class LustreCore(BuiltSystem):
         self.failed_over: dict[int, int] = {}
         #: External RAID controllers (``oss.controller``), built on first use, by index.
         self.controllers: dict[int, Controller] = {}
+        #: The OSTs' target type (``oss.target_spec()``), one per built system: it builds
+        #: every OST and its life (the lives of identical RAID OSTs share its aging memo).
+        self.ost_spec: TargetSpec = model.oss.target_spec()
         #: Each built OST's life (aging, failures, rebuild, TRIM), by OST index.
-        self.lives: dict[int, TargetLife] = {}
-        #: Aged states the lives of identical OSTs share in a fast-forward.
-        self.aging_memo = AgingMemo()
+        self.lives: dict[int, StatefulTarget] = {}
         self.fabric = Fabric(sim, f"{model.name}.fabric", model.fabric)
         self._io_groups = len(self.fabric.groups_of(fabric_role(model.fabric, "io")))
         spec = model.client.placement
@@ -99,18 +102,12 @@ class LustreCore(BuiltSystem):
         if not 0 <= index < self.model.oss.count:
             raise ValueError(f"OSS index {index} is outside 0..{self.model.oss.count - 1}")
         name = f"{self.model.name}.oss{index}"
-        node = build_server(self.sim, name, index, self.model.oss)
+        node = build_server(
+            self.sim, name, index, self.model.oss, self.ost_spec, self.controller_of(index)
+        )
         per = self.model.oss.targets_per_server
         for t, ost in enumerate(node.osts):
-            ost.controller = self.controller_of(index)
-            self.lives[index * per + t] = TargetLife(
-                self.sim,
-                ost,
-                self.fidelity,
-                self.model.oss.rebuild,
-                aging_spec=self.model.oss.aging,
-                memo=self.aging_memo,
-            )
+            self.lives[index * per + t] = self.ost_spec.build_life(self.sim, ost, self.fidelity)
         self.fabric.attach(name, fabric_role(self.model.fabric, "io"), self.server_group(index))
         self.servers[index] = node
         return node
@@ -192,7 +189,7 @@ class LustreCore(BuiltSystem):
         """OSTs in the system."""
         return self.n_osts
 
-    def target(self, index: int) -> TargetLife:
+    def target(self, index: int) -> StatefulTarget:
         """OST ``index``'s life (its server built on first use); ``ValueError("target: ...")``."""
         if not (isinstance(index, int) and 0 <= index < self.n_osts):
             raise ValueError(
@@ -201,6 +198,29 @@ class LustreCore(BuiltSystem):
             )
         self.ost(index)
         return self.lives[index]
+
+    def raid_ost(self, index: int, what: str) -> tuple[ServerNode, RaidTarget]:
+        """:meth:`ost` for a study of RAID arrays (``what``: the phase), or one
+        ``ValueError("workload: ...")`` when the model's OSTs are another target type."""
+        server, ost = self.ost(index)
+        if not isinstance(ost, RaidTarget):
+            raise ValueError(self._not_raid(what))
+        return server, ost
+
+    def raid_life(self, index: int, what: str) -> TargetLife:
+        """:meth:`target` for a study of RAID arrays (``what``: the phase), or one
+        ``ValueError("workload: ...")`` when the model's OSTs are another target type."""
+        life = self.target(index)
+        if not isinstance(life, TargetLife):
+            raise ValueError(self._not_raid(what))
+        return life
+
+    def _not_raid(self, what: str) -> str:
+        """The error line of a RAID-only study on OSTs of another type."""
+        return (
+            f"workload: phase {what!r} needs RAID OSTs; this model's OSTs are "
+            f"{self.ost_spec.label()} (oss.tier)"
+        )
 
     def built_targets(self) -> list[tuple[int, StatefulTarget]]:
         """The OSTs built so far (index, life), in index order; the others are fresh."""
@@ -229,9 +249,9 @@ class LustreCore(BuiltSystem):
                 ost.account_wear(moved)
 
     def ost_peak_Bps(self, op: OpKind, targets: int = 1) -> float:
-        """Nominal bandwidth (bytes/s) of ``targets`` OSTs (``ServerSpec.target_peak_Bps``)."""
-        return targets * self.model.oss.target_peak_Bps(op)
+        """Nominal bandwidth (bytes/s) of ``targets`` OSTs (:meth:`TargetSpec.peak_Bps`)."""
+        return targets * self.ost_spec.peak_Bps(op)
 
     def ost_peak_iops(self, op: OpKind, targets: int = 1, size_B: float = 4096.0) -> float:
-        """Nominal operations/s of ``targets`` OSTs (see :meth:`ServerSpec.target_peak_iops`)."""
-        return targets * self.model.oss.target_peak_iops(op, size_B)
+        """Nominal operations/s of ``targets`` OSTs (:meth:`TargetSpec.peak_iops`)."""
+        return targets * self.ost_spec.peak_iops(op, size_B)

@@ -1,10 +1,11 @@
 """What one Lustre server operation costs at each stage, for both fidelities.
 
 :func:`op_cost` adds to a target's cost
-(:meth:`~flashsim.components.raid_target.RaidTarget.cost`: RAID engine, drive
-stages, PCIe links) the server's RPC handling, both NICs, the fabric latency
-and the client's per-call overhead, and gives the zero-load round trip of one
-RPC, stage by stage as request fidelity visits them.  Flow paths weight each
+(:meth:`~flashsim.components.target.StorageTarget.cost`: a RAID target's engine,
+drive stages and PCIe links, or a tier's SCM and QLC) the server's RPC
+handling, both NICs, the fabric latency and the client's per-call overhead,
+and gives the zero-load round trip of one RPC, stage by stage as request
+fidelity visits them.  Flow paths weight each
 resource by these busy times, so a flow saturates where the queues saturate.
 """
 
@@ -22,6 +23,7 @@ def op_cost(
     sequential: bool,
     ops_per_rpc: int = 1,
     fabric_s: float = 0.0,
+    obj: str = "",
 ) -> OpCost:
     """Busy times and zero-load round trip of one server operation on ``ost``.
 
@@ -40,9 +42,12 @@ def op_cost(
         Operations sharing one RPC (the RPC cost is split among them).
     fabric_s : float
         One-way latency (s) of the fabric between the client and the server.
+    obj : str
+        The object (file) the operation touches on ``ost`` (what an
+        object-aware target, a tier, costs by; ignored by a RAID target).
     """
     spec = model.oss
-    target = ost.cost(op, size_B, sequential)
+    target = ost.cost(op, size_B, sequential, obj)
     cpu_s = spec.rpc_cost / max(ops_per_rpc, 1)
     client = model.client
     c_dir, s_dir = data_directions(op)

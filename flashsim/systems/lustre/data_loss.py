@@ -152,8 +152,8 @@ class DataLossDetails(PhaseDetails):
 
 def run_data_loss(system: LustreCore, phase: DataLossPhase) -> PhaseResult:
     """Data-loss probability per system-year against rebuild priority and AFR."""
+    _, ost = system.raid_ost(0, phase.workload)
     geom = geometry_of(system)
-    _, ost = system.ost(0)
     alone = alone_rebuild_s(system, ost, [0], phase.fill)
     if geom.layout in ("declustered", "erasure"):
         width, per_target = geom.drives, 1

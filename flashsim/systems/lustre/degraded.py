@@ -128,7 +128,10 @@ def _survey(
     ]
     with ExitStack() as stack:
         # Block RAID rebuilds the whole drive (fill 1), from the test's start to past its end.
-        lives = [stack.enter_context(own_failures(system.target(i), policy, 1.0)) for i in degraded]
+        lives = [
+            stack.enter_context(own_failures(system.raid_life(i, phase.workload), policy, 1.0))
+            for i in degraded
+        ]
         for life in lives:
             life.fail_drive(0)
         for fg in fgs:

@@ -12,10 +12,12 @@ import math
 
 from flashsim.components.drive_aging import steady_write_loss
 from flashsim.components.raid import DriveOp
+from flashsim.components.raid_target_spec import raid_label
 from flashsim.components.ssd import SsdSpec
+from flashsim.components.tier_target import TierTargetSpec
 from flashsim.systems.base import Description, LayerPeak, bottleneck
 from flashsim.systems.lustre.fabric import fabric_bounds
-from flashsim.systems.lustre.model import LustreModel
+from flashsim.systems.lustre.model import LustreModel, ServerSpec
 
 
 def _op_note(ops: list[DriveOp]) -> str:
@@ -24,14 +26,16 @@ def _op_note(ops: list[DriveOp]) -> str:
     return " + ".join(parts) if parts else "nothing"
 
 
-def describe_model(model: LustreModel) -> Description:
-    """Per-layer peaks of one OSS and of the system, and the bottlenecks."""
-    oss = model.oss
-    drive = oss.drive
-    n = oss.drives_per_target * oss.targets_per_server
-    raid = oss.raid
-    rpc = model.client.lustre.rpc_size
-    page = 4096.0
+PAGE_B = 4096.0
+
+
+def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
+    """Drive, RAID, OST-stack and drive-link rows of RAID OSTs (``scale`` OSSes)."""
+    spec = oss.raid_target_spec()
+    drive = spec.drive
+    raid = spec.raid
+    n = spec.drives * oss.targets_per_server
+    page = PAGE_B
     rmw = raid.write_ops(page)
     # Drive time of one 4 KiB read-modify-write: each drive operation holds the
     # busier of its command units and its data path.
@@ -40,61 +44,141 @@ def describe_model(model: LustreModel) -> Description:
         for o in rmw
     )
     layers: list[LayerPeak] = []
+    raw_r = n * drive.bandwidth_Bps("read") * scale
+    raw_w = n * drive.bandwidth_Bps("write") * scale
+    layers.append(
+        LayerPeak(
+            scope,
+            "drives (raw)",
+            n * scale,
+            raw_r,
+            raw_w,
+            n * drive.random_iops_ceiling("read", page) * scale,
+            n * drive.random_iops_ceiling("write", page) * scale,
+            f"{n} x {drive.name} per OSS (datasheet)",
+        )
+    )
+    layers.append(
+        LayerPeak(
+            scope,
+            "drives after RAID",
+            n * scale,
+            raw_r,
+            raw_w / raid.full_stripe_write_weight(),
+            n * drive.random_iops_ceiling("read", page) * scale,
+            n * scale / max(drive_time_rmw, 1e-30),
+            f"{raid_label(raid)}: writes x"
+            f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {_op_note(rmw)}",
+        )
+    )
+    layers.append(
+        LayerPeak(
+            scope,
+            "OST stack (ldiskfs+RAID)",
+            oss.targets_per_server * scale,
+            raw_r * oss.stack_read_efficiency,
+            raw_w / raid.full_stripe_write_weight() * oss.stack_write_efficiency,
+            None,
+            scale * oss.targets_per_server / oss.sub_stripe_write_cost * oss.raid_threads
+            if oss.sub_stripe_write_cost > 0
+            else None,
+            f"{oss.targets_per_server} x {spec.label()} per OSS: stack efficiencies "
+            "(obdfilter) and RAID-engine RMW cost",
+        )
+    )
+    link = oss.drive_link
+    if link is not None:
+        layers.append(
+            LayerPeak(
+                scope,
+                f"PCIe drive links Gen{link.generation} x{link.lanes}",
+                n * scale,
+                n * link.bandwidth_Bps * scale,
+                n * link.bandwidth_Bps * scale,
+                note=f"{link.bandwidth_Bps / 1e9:.3g} GB/s per drive per direction",
+            )
+        )
+    return layers
+
+
+def _size(size_B: float) -> str:
+    """Bytes in decimal units for a note: ``20 GB``, ``12 TB``."""
+    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
+        if size_B >= scale:
+            return f"{size_B / scale:.4g} {unit}"
+    return f"{size_B:.4g} B"
+
+
+def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) -> list[LayerPeak]:
+    """Rows of SCM->QLC tier OSTs (``scale`` OSSes): SCM ingest (with the buffer's size),
+    QLC read (with the migration's rate) and the drive links.
+
+    The peaks are the target's own (:meth:`TierTargetSpec.peak_Bps`,
+    :meth:`~TierTargetSpec.peak_iops`): writes at the SCM ingest rate until the
+    buffer fills, reads from QLC.
+    """
+    per = oss.targets_per_server * scale
+    scm, qlc = tier.scm, tier.qlc
+    k, m = tier.ec_data, tier.ec_parity
+    migrate = tier.qlc_drives * qlc.bandwidth_Bps("write") * k / (k + m)
+    scm_read = tier.scm_drives * scm.bandwidth_Bps("read") * tier.scm_read_efficiency
+    layers = [
+        LayerPeak(
+            scope,
+            "SCM ingest",
+            per,
+            None,
+            per * tier.peak_Bps("write"),
+            None,
+            per * tier.peak_iops("write", PAGE_B),
+            f"{oss.targets_per_server} x {tier.label()} per OSS: {tier.scm_copies} SCM "
+            f"copies at write efficiency {tier.scm_write_efficiency:g}; write buffer "
+            f"{_size(float(tier.write_buffer))} per OST, migrating above "
+            f"{tier.migrate_above:.0%}",
+        ),
+        LayerPeak(
+            scope,
+            "QLC read",
+            per,
+            per * tier.peak_Bps("read"),
+            None,
+            per * tier.peak_iops("read", PAGE_B),
+            None,
+            f"data of entropy {tier.data_entropy:g} bits/B from QLC (EC {k}+{m}); buffered "
+            f"data reads from SCM at {per * scm_read / 1e9:.4g} GB/s; writes beyond the "
+            f"buffer migrate at <= {per * migrate / 1e9:.4g} GB/s of QLC (compressed)",
+        ),
+    ]
+    link = tier.drive_link
+    if link is not None:
+        drives = per * tier.drive_count()
+        layers.append(
+            LayerPeak(
+                scope,
+                f"PCIe drive links Gen{link.generation} x{link.lanes}",
+                drives,
+                drives * link.bandwidth_Bps,
+                drives * link.bandwidth_Bps,
+                note=f"{link.bandwidth_Bps / 1e9:.3g} GB/s per drive per direction",
+            )
+        )
+    return layers
+
+
+def describe_model(model: LustreModel) -> Description:
+    """Per-layer peaks of one OSS and of the system, and the bottlenecks."""
+    oss = model.oss
+    spec = oss.target_spec()
+    n = spec.drive_count() * oss.targets_per_server
+    rpc = model.client.lustre.rpc_size
+    page = PAGE_B
+    layers: list[LayerPeak] = []
 
     def both(scope: str, scale: int) -> None:
-        raw_r = n * drive.bandwidth_Bps("read") * scale
-        raw_w = n * drive.bandwidth_Bps("write") * scale
-        layers.append(
-            LayerPeak(
-                scope,
-                "drives (raw)",
-                n * scale,
-                raw_r,
-                raw_w,
-                n * drive.random_iops_ceiling("read", page) * scale,
-                n * drive.random_iops_ceiling("write", page) * scale,
-                f"{n} x {drive.name} per OSS (datasheet)",
-            )
-        )
-        layers.append(
-            LayerPeak(
-                scope,
-                "drives after RAID",
-                n * scale,
-                raw_r,
-                raw_w / raid.full_stripe_write_weight(),
-                n * drive.random_iops_ceiling("read", page) * scale,
-                n * scale / max(drive_time_rmw, 1e-30),
-                f"{raid.level} {raid.data}+{raid.parity}+{raid.spares}: writes x"
-                f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {_op_note(rmw)}",
-            )
-        )
-        layers.append(
-            LayerPeak(
-                scope,
-                "OST stack (ldiskfs+RAID)",
-                oss.targets_per_server * scale,
-                raw_r * oss.stack_read_efficiency,
-                raw_w / raid.full_stripe_write_weight() * oss.stack_write_efficiency,
-                None,
-                scale * oss.targets_per_server / oss.sub_stripe_write_cost * oss.raid_threads
-                if oss.sub_stripe_write_cost > 0
-                else None,
-                "stack efficiencies (obdfilter) and RAID-engine RMW cost",
-            )
-        )
-        link = oss.drive_link
-        if link is not None:
-            layers.append(
-                LayerPeak(
-                    scope,
-                    f"PCIe drive links Gen{link.generation} x{link.lanes}",
-                    n * scale,
-                    n * link.bandwidth_Bps * scale,
-                    n * link.bandwidth_Bps * scale,
-                    note=f"{link.bandwidth_Bps / 1e9:.3g} GB/s per drive per direction",
-                )
-            )
+        if oss.tier is None:
+            layers.extend(_raid_layers(oss, scope, scale))
+        else:
+            layers.extend(_tier_layers(oss, oss.tier, scope, scale))
         if oss.nic.pcie is not None:
             layers.append(
                 LayerPeak(
@@ -173,7 +257,7 @@ def describe_model(model: LustreModel) -> Description:
     if model.mds is not None:
         components["mds"] = model.mds.count
         components["mdt_drives"] = (
-            model.mds.count * model.mds.drives_per_target * model.mds.targets_per_server
+            model.mds.count * model.mds.target_spec().drive_count() * model.mds.targets_per_server
         )
     one = [la for la in layers if la.scope == "one OSS"]
 
@@ -181,28 +265,30 @@ def describe_model(model: LustreModel) -> Description:
         vals = [getattr(la, attr) for la in one if getattr(la, attr) is not None]
         return float(min(vals)) if vals else math.nan
 
-    per_ost_read_iops = oss.drives_per_target * drive.random_iops_ceiling("read", page)
     derived = {
-        "ost_drive_read_Bps": oss.target_peak_Bps("read"),
-        "ost_drive_write_Bps": oss.target_peak_Bps("write"),
-        "ost_random_read_iops_ceiling": per_ost_read_iops,
-        "ost_random_read_iops_full_seek": oss.drives_per_target * drive.iops("read"),
+        "ost_drive_read_Bps": spec.peak_Bps("read"),
+        "ost_drive_write_Bps": spec.peak_Bps("write"),
         "oss_read_Bps_peak": peak("read_Bps"),
         "oss_write_Bps_peak": peak("write_Bps"),
         "oss_read_iops_peak": peak("read_iops"),
         "oss_write_iops_peak": peak("write_iops"),
         "system_read_Bps_peak": peak("read_Bps") * oss.count,
         "system_write_Bps_peak": peak("write_Bps") * oss.count,
-        "usable_capacity_B": oss.count
-        * n
-        * drive.capacity
-        * raid.usable_fraction(oss.drives_per_target),
+        "usable_capacity_B": oss.count * oss.targets_per_server * spec.usable_B(),
     }
-    if oss.aging is not None and isinstance(drive, SsdSpec):
-        written = (oss.drives_per_target - raid.spares) / oss.drives_per_target
-        wa, loss = steady_write_loss(drive, oss.aging, written, oss.aging.cold_fraction)
-        derived["aged_write_amplification"] = wa
-        derived["aged_write_loss"] = loss
+    if oss.tier is not None:
+        derived["ost_write_buffer_B"] = float(oss.tier.write_buffer)
+    if oss.tier is None:
+        raid_spec = oss.raid_target_spec()
+        drive = raid_spec.drive
+        dpt = raid_spec.drives
+        derived["ost_random_read_iops_ceiling"] = dpt * drive.random_iops_ceiling("read", page)
+        derived["ost_random_read_iops_full_seek"] = dpt * drive.iops("read")
+        if oss.aging is not None and isinstance(drive, SsdSpec):
+            written = (dpt - raid_spec.raid.spares) / dpt
+            wa, loss = steady_write_loss(drive, oss.aging, written, oss.aging.cold_fraction)
+            derived["aged_write_amplification"] = wa
+            derived["aged_write_loss"] = loss
     return Description(
         system=model.name,
         kind="lustre",

@@ -129,11 +129,22 @@ def build_mds_service(model: LustreModel) -> MetadataService:
             "mds.metadata: the model has no metadata service costs; add an [mds] table with "
             "an [mds.metadata] table to run mdtest/IO-500"
         )
-    device = MdDevice(
-        drives=mds.drives_per_target * mds.targets_per_server,
-        drive_write_Bps=mds.drive.bandwidth_Bps("write"),
-        copies=mds.raid.full_stripe_write_weight(),
-    )
+    if mds.tier is not None:
+        # An MDT on a tier: metadata updates land in its SCM buffer, each on `scm_copies`
+        # SCM drives at the tier's write efficiency (as VAST's metadata on SCM).
+        tier = mds.tier
+        device = MdDevice(
+            drives=tier.scm_drives * mds.targets_per_server,
+            drive_write_Bps=tier.scm.bandwidth_Bps("write") * tier.scm_write_efficiency,
+            copies=float(tier.scm_copies),
+        )
+    else:
+        mdt = mds.raid_target_spec()
+        device = MdDevice(
+            drives=mdt.drives * mds.targets_per_server,
+            drive_write_Bps=mdt.drive.bandwidth_Bps("write"),
+            copies=mdt.raid.full_stripe_write_weight(),
+        )
     return MetadataService(mds.metadata, mds.count, device, f"{model.name}.mds")
 
 

@@ -16,7 +16,8 @@ from typing import Any
 import simpy
 
 from flashsim.components.fabric_spec import fabric_role
-from flashsim.engine.flows import Resource, Segment
+from flashsim.components.target import StorageTarget, TargetCost
+from flashsim.engine.flows import Flow, Resource, Segment
 from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Fidelity
@@ -39,15 +40,27 @@ MAX_REQUEST_CONCURRENCY = 32
 
 PathEntries = list[tuple[Resource | Segment, float]]
 
+#: A target's cost within a kind of call: (OST index, object; "" for a target whose costs
+#: do not depend on the object).
+CostKey = tuple[int, str]
+
 
 @dataclass
 class RankContext:
-    """Per-rank state of an IOR phase (request fidelity)."""
+    """Per-rank state of an IOR phase (request fidelity), and the targets its flows cross.
+
+    ``cost`` is the first target's; an object-aware target's own cost (where
+    the file's bytes live on it) is in ``costs``, by OST index.  ``crossed``
+    holds each target a flow of the rank crosses, with its cost and its share
+    of the flow's bytes (:meth:`LustreIor.flows_started`).
+    """
 
     node: ClientNode
     targets: list[int]
     cost: OpCost
     gated: bool
+    costs: dict[int, OpCost] = field(default_factory=dict)
+    crossed: tuple[tuple[StorageTarget, TargetCost, float], ...] = ()
     counter: itertools.count[int] = field(default_factory=itertools.count)
     #: Extent locks of the file's objects a write must take first (by target), and the
     #: expected hand-off time per byte written (s/B); empty when writes do not conflict.
@@ -62,16 +75,30 @@ class PathCache:
     Attributes
     ----------
     costs : dict
-        Per kind of call (``op_key``): each target's :class:`OpCost`.
+        Per kind of call (``op_key``): each target's :class:`OpCost`, by
+        (target, object) (the object is empty for a target that is not
+        object-aware: its cost is the same for every file).
     stripes, routes, oscs : dict
         Server side of a stripe set, its fabric route from a client group, and
         a client's OSC windows for it.
+    aware : dict
+        Per stripe set: which of its targets are object-aware, and the
+        objects of a file on it when none is (all empty).
+    crossed : dict
+        Per stripe set, kind of call and objects: the targets a flow crosses,
+        with their costs and shares (:attr:`RankContext.crossed`).
     """
 
-    costs: dict[tuple[Any, ...], dict[int, OpCost]] = field(default_factory=dict)
+    costs: dict[tuple[Any, ...], dict[CostKey, OpCost]] = field(default_factory=dict)
     stripes: dict[tuple[Any, ...], tuple[PathEntries, float]] = field(default_factory=dict)
     routes: dict[tuple[Any, ...], PathEntries] = field(default_factory=dict)
     oscs: dict[tuple[Any, ...], PathEntries] = field(default_factory=dict)
+    aware: dict[tuple[int, ...], tuple[tuple[bool, ...], tuple[str, ...] | None]] = field(
+        default_factory=dict
+    )
+    crossed: dict[tuple[Any, ...], tuple[tuple[StorageTarget, TargetCost, float], ...]] = field(
+        default_factory=dict
+    )
 
 
 class LustreIor(LustreCore):
@@ -158,10 +185,17 @@ class LustreIor(LustreCore):
                 cache,
                 lock_file=None if phase.file_per_process else f"ior:{phase.dataset or phase.name}",
                 write_conflict=conflict,
+                obj=self.ior_object(phase, r),
             )
             self._ranks.append(ctx)
             streams.append(stream)
         return streams
+
+    def ior_object(self, phase: IorPhase, rank: int) -> str:
+        """The file ``rank`` accesses, as the object its targets keep: the dataset (the
+        phase's name without one) and, file per process, the file's rank."""
+        dataset = f"ior:{phase.dataset or phase.name}"
+        return f"{dataset}/{phase.file_of(rank)}" if phase.file_per_process else dataset
 
     def access_stream(
         self,
@@ -175,6 +209,7 @@ class LustreIor(LustreCore):
         cache: PathCache,
         lock_file: str | None = None,
         write_conflict: float = 0.0,
+        obj: str = "",
     ) -> tuple[RankStream, RankContext]:
         """One rank's flow path, caps and request context for one kind of call.
 
@@ -201,6 +236,9 @@ class LustreIor(LustreCore):
         write_conflict : float
             Chance a write finds its stripe's lock on another node (0 for a
             file only this node writes).
+        obj : str
+            The file the rank accesses: its object on each target (object-aware
+            targets cost and cache their paths by it; others ignore it).
         """
         lc = self.model.client.lustre
         write = op == "write"
@@ -214,23 +252,41 @@ class LustreIor(LustreCore):
         node = self.client(node_index)
         group = self.fabric.group_of(node.name)
         costs = cache.costs.setdefault(op_key, {})
-        stripe_key = (targets, op_key)
+        objs = self._objects(targets, obj, cache)
+        stripe_key = (targets, op_key, objs)
         if stripe_key not in cache.stripes:
-            cache.stripes[stripe_key] = self._stripe_path(targets, op_key, costs)
+            cache.stripes[stripe_key] = self._stripe_path(targets, op_key, costs, objs)
         server_side, latency = cache.stripes[stripe_key]
         route_key = (group, targets, op)
         if route_key not in cache.routes:
             cache.routes[route_key] = self._route(node, targets, op)
-        osc_key = (node_index, targets, op_key)
+        osc_key = (node_index, targets, op_key, objs)
         if osc_key not in cache.oscs:
-            cache.oscs[osc_key] = self._osc_path(node, targets, slots, op_B, costs)
+            cache.oscs[osc_key] = self._osc_path(node, targets, slots, op_B, costs, objs)
         path: PathEntries = list(node.nic.path(c_dir))
         path.extend(cache.routes[route_key])
         path.extend(server_side)
         path.extend(cache.oscs[osc_key])
         conc = min(rank_q, MAX_REQUEST_CONCURRENCY)
         gated = ranks_per_node * conc > slots
-        ctx = RankContext(node=node, targets=list(targets), cost=costs[targets[0]], gated=gated)
+        crossed = cache.crossed.get(stripe_key)
+        if crossed is None:
+            share = 1.0 / len(targets)
+            crossed = tuple(
+                (self.ost(t)[1], costs[t, o].target, share)
+                for t, o in zip(targets, objs, strict=True)
+            )
+            cache.crossed[stripe_key] = crossed
+        ctx = RankContext(
+            node=node,
+            targets=list(targets),
+            cost=costs[targets[0], objs[0]],
+            gated=gated,
+            costs={t: costs[t, o] for t, o in zip(targets, objs, strict=True) if o}
+            if obj and any(objs)
+            else {},
+            crossed=crossed,
+        )
         if write and lock_file is not None and write_conflict > 0:
             # each call (of t bytes) waits for a hand-off with probability write_conflict
             per_call_s = handoff_s(ctx.cost, self.model.oss.rpc_cost) * write_conflict
@@ -247,6 +303,19 @@ class LustreIor(LustreCore):
         )
         return stream, ctx
 
+    def _objects(self, targets: tuple[int, ...], obj: str, cache: PathCache) -> tuple[str, ...]:
+        """The objects of file ``obj`` on ``targets``: ``obj`` on an object-aware target,
+        empty on the others (whose costs and paths are then the same for every file)."""
+        known = cache.aware.get(targets)
+        if known is None:
+            aware = tuple(self.ost(t)[1].object_aware for t in targets)
+            known = (aware, None if any(aware) else ("",) * len(targets))
+            cache.aware[targets] = known
+        aware, blank = known
+        if blank is not None:
+            return blank
+        return tuple(obj if a else "" for a in aware)
+
     def _offered(self, phase: IorPhase) -> dict[tuple[int, int], float]:
         """Offered load (bytes/s) per (source, destination) fabric group, for adaptive routing.
 
@@ -261,7 +330,7 @@ class LustreIor(LustreCore):
         nic_Bps = self.model.client.nic.node_Bps(c_dir) / phase.ranks_per_node
         eff = oss.stack_write_efficiency if op == "write" else oss.stack_read_efficiency
         target_Bps = min(
-            oss.target_peak_Bps(op) * eff, oss.nic.node_Bps(s_dir) / oss.targets_per_server
+            self.ost_spec.peak_Bps(op) * eff, oss.nic.node_Bps(s_dir) / oss.targets_per_server
         )
         fabric = self.fabric
         io_groups = fabric.groups_of(fabric_role(self.model.fabric, "io"))
@@ -319,29 +388,34 @@ class LustreIor(LustreCore):
         self,
         targets: tuple[int, ...],
         op_key: tuple[OpKind, float, bool, int],
-        costs: dict[int, OpCost],
+        costs: dict[CostKey, OpCost],
+        objs: tuple[str, ...],
     ) -> tuple[PathEntries, float]:
         """Server side of a file striped over ``targets``, and its slowest round trip (s).
 
-        Each target takes 1/S of the bytes.  A stripe set wider than one target
-        is stored once as a shared segment, so a rank using it costs one entry
-        whatever S is (DESIGN §2; ranks + targets, not ranks x targets).
+        ``objs[k]`` is the file's object on ``targets[k]`` (empty where the
+        target's costs do not depend on it).  Each target takes 1/S of the
+        bytes.  A stripe set wider than one target is stored once as a shared
+        segment, so a rank using it costs one entry whatever S is (DESIGN §2;
+        ranks + targets, not ranks x targets).
         """
         op, op_B, sequential, per_rpc = op_key
         share = 1.0 / len(targets)
         entries: list[tuple[Resource, float]] = []
         latency = 0.0
-        for tgt in targets:
+        for tgt, obj in zip(targets, objs, strict=True):
             server, ost = self.ost(tgt)
-            if tgt not in costs:
+            if (tgt, obj) not in costs:
                 fabric_s = self.fabric.latency_s(*self._endpoints_to(server.name, op))
-                costs[tgt] = op_cost(self.model, ost, op, op_B, sequential, per_rpc, fabric_s)
-            cost = costs[tgt]
+                costs[tgt, obj] = op_cost(
+                    self.model, ost, op, op_B, sequential, per_rpc, fabric_s, obj
+                )
+            cost = costs[tgt, obj]
             latency = max(latency, cost.latency_s)
             entries.extend(self.server_path(server, ost, cost, share))
         if len(targets) == 1 or not self.share_stripe_sets:
             return list(entries), latency
-        key = (targets, *op_key)
+        key = (targets, *op_key, objs)
         segment = self._stripe_segments.get(key)
         if segment is None:
             name = f"{self.model.name}.stripe{self._stripe_sets_made}.{op}"
@@ -363,7 +437,8 @@ class LustreIor(LustreCore):
         targets: tuple[int, ...],
         rpc_slots: int,
         op_B: float,
-        costs: dict[int, OpCost],
+        costs: dict[CostKey, OpCost],
+        objs: tuple[str, ...],
     ) -> PathEntries:
         """The client's OSC windows for ``targets``: ``rpc_slots`` operations of
         ``op_B`` bytes in flight per round trip (s) of each target's cost.
@@ -378,12 +453,12 @@ class LustreIor(LustreCore):
         """
         share = 1.0 / len(targets)
         entries: list[tuple[Resource, float]] = []
-        for tgt in targets:
+        for tgt, obj in zip(targets, objs, strict=True):
             if tgt not in node.osc:
                 node.osc[tgt] = self.sim.flows.add_resource(f"{node.name}.osc{tgt}", 1.0)
             if tgt not in node.slots:
                 node.slots[tgt] = simpy.Resource(self.sim.env, capacity=rpc_slots)
-            held = costs[tgt].latency_s / (rpc_slots * op_B)  # window held per byte/s
+            held = costs[tgt, obj].latency_s / (rpc_slots * op_B)  # window held per byte/s
             entries.append((node.osc[tgt], share * held))
         if len(targets) == 1 or not self.share_stripe_sets:
             return list(entries)
@@ -407,7 +482,7 @@ class LustreIor(LustreCore):
         k = next(ctx.counter)
         tgt = ctx.targets[k % len(ctx.targets)]
         server, ost = self.ost(tgt)
-        cost = ctx.cost
+        cost = ctx.costs.get(tgt, ctx.cost)
         slot = ctx.node.slots[tgt] if ctx.gated else None
         req = slot.request() if slot is not None else None
         if req is not None:
@@ -450,6 +525,16 @@ class LustreIor(LustreCore):
             yield server.nic.visit(s_dir, size)
         else:
             yield node.nic.visit(c_dir, size)
+
+    def ior_flow_started(self, phase: IorPhase, rank: int, label: str, flow: Flow) -> None:
+        """Tell each target the rank's flow crosses that it started (a tier counts the bytes)."""
+        self.flows_started(self._ranks[rank], flow)
+
+    @staticmethod
+    def flows_started(ctx: RankContext, flow: Flow) -> None:
+        """``flow`` of a rank with context ``ctx`` started: each target it crosses is told."""
+        for target, cost, share in ctx.crossed:
+            target.flow_started(cost, flow, share)
 
     def ior_peaks(self, phase: IorPhase) -> dict[str, float]:
         """Datasheet peaks of the OSTs the phase uses (the seed's efficiency denominators)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 import simpy
 
+from flashsim.engine.flows import Flow
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Fidelity
 from flashsim.systems.lustre.fabric import client_slots
@@ -70,9 +71,16 @@ class LustreJobs(LustreIor, JobTargetDefaults):
             self._job_paths,
             lock_file=access.file_key,
             write_conflict=access.write_conflict,
+            obj=access.file_key,
         )
         self._job_contexts[access] = ctx
         return stream
+
+    def job_flow_started(self, access: Access, flow: Flow) -> None:
+        """Tell each target a call's flow crosses that it started (a tier counts the bytes)."""
+        ctx = self._job_contexts.get(access)
+        if ctx is not None:
+            self.flows_started(ctx, flow)
 
     def job_request(self, access: Access, stream: RankStream) -> Generator[simpy.Event, Any, None]:
         """One server operation of a call of kind ``access`` (IOR's request path)."""

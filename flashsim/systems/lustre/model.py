@@ -23,14 +23,21 @@ from flashsim.components.pcie import PcieLink
 from flashsim.components.placement import PlacementSpec
 from flashsim.components.raid import RaidSpec
 from flashsim.components.raid_controller import ControllerSpec
+from flashsim.components.raid_target_spec import RaidTargetSpec
 from flashsim.components.rebuild import RebuildPolicy
+from flashsim.components.target import TargetSpec
+from flashsim.components.tier_target import TierTargetSpec
 from flashsim.components.variability import VariabilitySpec, spread_shorthand
 from flashsim.config import (
     NonNegativeSeconds,
     StrictModel,
     UnitFraction,
     calibratable,
+    field_error,
 )
+
+#: The keys of a RAID target (a server class's flat keys) that ``tier`` replaces.
+RAID_TARGET_KEYS = ("drive", "drives_per_target", "raid")
 
 
 class EnclosureSpec(StrictModel):
@@ -58,14 +65,18 @@ class ServerSpec(StrictModel):
         Servers of this class in the system.
     targets_per_server : int
         OSTs/MDTs per server in normal operation.
-    drives_per_target : int
-        Drives in one target's RAID array.
-    drive : SsdSpec or HddSpec
-        Drive datasheet (a path to a drive file).
+    drives_per_target : int or None
+        Drives in one target's RAID array (absent with ``tier``).
+    drive : SsdSpec or HddSpec or None
+        Drive datasheet (a path to a drive file; absent with ``tier``).
     drive_link : PcieLink or None
         Host PCIe link of each drive (``None`` for drives behind a SAS fabric).
-    raid : RaidSpec
-        Layout of a target.
+    raid : RaidSpec or None
+        Layout of a target (absent with ``tier``).
+    tier : TierTargetSpec or None
+        The targets are SCM write buffers over compressed QLC
+        (:mod:`flashsim.components.tier_target`) instead of RAID arrays;
+        ``drive``, ``drives_per_target`` and ``raid`` must then be absent.
     cpu : CpuSpec
         Server processor.
     nic : NicSpec
@@ -97,10 +108,18 @@ class ServerSpec(StrictModel):
 
     count: Annotated[int, Field(ge=0)]
     targets_per_server: Annotated[int, Field(ge=1)] = 1
-    drives_per_target: Annotated[int, Field(ge=1)]
-    drive: DriveField
+    drives_per_target: Annotated[int, Field(ge=1)] | None = None
+    drive: DriveField | None = None
     drive_link: PcieLink | None = None
-    raid: RaidSpec
+    raid: RaidSpec | None = None
+    tier: TierTargetSpec | None = Field(
+        None,
+        description=(
+            "The targets are an SCM write buffer over compressed, erasure-coded QLC "
+            "(components.tier_target) instead of RAID arrays; `drive`, `drives_per_target` "
+            "and `raid` must then be absent."
+        ),
+    )
     cpu: CpuSpec
     nic: NicSpec
     enclosure: EnclosureSpec | None = None
@@ -192,24 +211,69 @@ class ServerSpec(StrictModel):
             return spread_shorthand(dict(data), "efficiency_spread")
         return data
 
+    @model_validator(mode="after")
+    def _one_target_type(self) -> ServerSpec:
+        """Either ``tier`` or the RAID keys (``drive``, ``drives_per_target``, ``raid``)."""
+        given = [k for k in RAID_TARGET_KEYS if getattr(self, k) is not None]
+        if self.tier is not None:
+            if given:
+                raise field_error(
+                    given[0],
+                    f"the targets are a tier (the `tier` table), which names its own drives; "
+                    f"remove {', '.join(given)} or the `tier` table",
+                )
+            return self
+        missing = [k for k in RAID_TARGET_KEYS if getattr(self, k) is None]
+        if missing:
+            raise field_error(
+                missing[0],
+                f"{', '.join(missing)} missing: RAID targets need {', '.join(RAID_TARGET_KEYS)} "
+                "(or a `tier` table, an SCM->QLC tier, instead of all three)",
+            )
+        return self
+
+    def target_spec(self) -> TargetSpec:
+        """The target type of this server class: the ``tier`` table, or the RAID view of
+        the flat keys (:class:`RaidTargetSpec`, a new one per call: a built system keeps one).
+        """
+        if self.tier is not None:
+            return self.tier
+        return self.raid_target_spec()
+
+    def raid_target_spec(self) -> RaidTargetSpec:
+        """The RAID target the flat keys describe; ``ValueError("tier: ...")`` with a tier."""
+        if self.tier is not None or self.drive is None or self.raid is None:
+            raise ValueError(
+                "tier: this server class's targets are an SCM->QLC tier (the `tier` table), "
+                "not RAID arrays"
+            )
+        assert self.drives_per_target is not None
+        return RaidTargetSpec(
+            drive=self.drive,
+            drives=self.drives_per_target,
+            raid=self.raid,
+            drive_link=self.drive_link,
+            raid_threads=self.raid_threads,
+            stack_read_efficiency=self.stack_read_efficiency,
+            stack_write_efficiency=self.stack_write_efficiency,
+            sub_stripe_write_cost=self.sub_stripe_write_cost,
+            rebuild=self.rebuild,
+            aging=self.aging,
+        )
+
     def target_peak_Bps(self, op: Literal["read", "write"]) -> float:
-        """Datasheet bandwidth (bytes/s) of one target's drives, after parity for writes.
+        """Datasheet bandwidth (bytes/s) of one target, after redundancy for writes.
 
         The denominator of the seed's bandwidth efficiencies (seed 000 §IV-A).
         """
-        raw = self.drives_per_target * self.drive.bandwidth_Bps(op)
-        return raw / self.raid.full_stripe_write_weight() if op == "write" else raw
+        return self.target_spec().peak_Bps(op)
 
     def target_peak_iops(self, op: Literal["read", "write"], size_B: float = 4096.0) -> float:
-        """Datasheet operations/s of one target's drives over the RAID write penalty.
+        """Datasheet operations/s of one target (over the RAID write penalty for RAID).
 
         The denominator of the seed's IOPS efficiencies (seed 000 Table I).
         """
-        raw = self.drives_per_target * self.drive.iops(op)
-        if op == "write":
-            writes = sum(o.count for o in self.raid.write_ops(size_B) if o.op == "write")
-            raw /= max(writes, 1.0)
-        return raw
+        return self.target_spec().peak_iops(op, size_B)
 
 
 class MdsSpec(ServerSpec):

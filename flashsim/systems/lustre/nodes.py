@@ -13,8 +13,8 @@ from typing import Literal
 import simpy
 
 from flashsim.components.nic import Direction, NicPorts, NicSpec
-from flashsim.components.raid_target import RaidTarget, build_target
-from flashsim.components.target import TargetCost
+from flashsim.components.raid_controller import Controller
+from flashsim.components.target import StorageTarget, TargetCost, TargetSpec
 from flashsim.components.variability import component_factor
 from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
@@ -49,8 +49,9 @@ class OpCost:
         return self.target.raid_s
 
 
-#: A Lustre object storage target is a RAID target.
-OstNode = RaidTarget
+#: A Lustre object storage target is any target component the model file chooses
+#: (a RAID array, behind the server's engine or an external controller; an SCM->QLC tier).
+OstNode = StorageTarget
 
 
 @dataclass
@@ -81,20 +82,31 @@ def data_directions(op: OpKind) -> tuple[Direction, Direction]:
     return ("egress", "ingress") if op == "write" else ("ingress", "egress")
 
 
-def build_server(sim: Simulation, name: str, index: int, spec: ServerSpec) -> ServerNode:
-    """OSS ``index`` named ``name``: NIC ports, CPU, and its targets' RAID engines and drives.
+def build_server(
+    sim: Simulation,
+    name: str,
+    index: int,
+    spec: ServerSpec,
+    targets: TargetSpec,
+    front: Controller | None = None,
+) -> ServerNode:
+    """OSS ``index`` named ``name``: NIC ports, CPU, and its targets (built by ``targets``).
 
     Each server, target and drive draws its factors (median 1) from its own
     seeded streams (:func:`~flashsim.components.variability.component_factor`,
     ``spec.variability``; the spreads of seed 000 Figs 4 and 5), so both
-    fidelities see the same fleet.
+    fidelities see the same fleet.  ``front`` is the external controller the
+    server's targets sit behind (``None``: the server's own RAID engine).
     """
     flows = sim.flows
     env = sim.env
     nic = NicPorts(sim, name, server_nic(sim, name, spec))
     cpu = flows.add_resource(f"{name}.cpu", capacity_ops=float(spec.cpu.cores))
     q_cpu = FifoQueue(env, f"{name}.cpu", spec.cpu.cores)
-    osts = [_build_ost(sim, f"{name}.ost{t}", spec) for t in range(spec.targets_per_server)]
+    osts = [
+        targets.build(sim, f"{name}.ost{t}", spec.variability, front)
+        for t in range(spec.targets_per_server)
+    ]
     return ServerNode(name=name, index=index, spec=spec, nic=nic, cpu=cpu, q_cpu=q_cpu, osts=osts)
 
 
@@ -107,37 +119,6 @@ def server_nic(sim: Simulation, name: str, spec: ServerSpec) -> NicSpec:
         for d in ("ingress", "egress")
     }
     return nic.model_copy(update=update)
-
-
-def _build_ost(sim: Simulation, name: str, spec: ServerSpec) -> OstNode:
-    """One target of ``spec``: its drives behind a RAID engine (a :class:`RaidTarget`).
-
-    The target's stack efficiencies carry its drawn factors (clipped so no target
-    beats its drives' datasheet rate) and each drive its data-rate factors.
-    """
-    var = spec.variability
-    eff = {
-        op: e * component_factor(sim, name, var, f"target_{op}", 1.0 / e)
-        for op, e in (("read", spec.stack_read_efficiency), ("write", spec.stack_write_efficiency))
-    }
-    target = build_target(
-        sim,
-        name,
-        spec.drive,
-        spec.drives_per_target,
-        spec.raid,
-        spec.raid_threads,
-        eff,
-        sub_stripe_write_s=spec.sub_stripe_write_cost,
-        drive_link=spec.drive_link,
-    )
-    for op in ("read", "write"):
-        if var.spread(f"drive_{op}") is not None:
-            target.drive_speed[op] = [
-                component_factor(sim, f"{name}.drive{i}", var, f"drive_{op}")
-                for i in range(spec.drives_per_target)
-            ]
-    return target
 
 
 def build_client(sim: Simulation, name: str, nic_spec: NicSpec) -> ClientNode:

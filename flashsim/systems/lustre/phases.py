@@ -208,7 +208,8 @@ def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
     """``obdfilter-survey``: threads driving one OST directly (no client, network or RPC)."""
     sim = system.sim
     _, ost = system.ost(phase.ost)
-    cost = op_cost(system.model, ost, phase.operation, phase.record_size, sequential=True)
+    obj = f"obdfilter:{phase.name}"  # the survey's one object (`objects` is not modelled)
+    cost = op_cost(system.model, ost, phase.operation, phase.record_size, sequential=True, obj=obj)
     records = max(1, int(phase.size // phase.record_size))
     threads = min(phase.threads, records)
     per_thread = records / threads * phase.record_size
@@ -227,6 +228,8 @@ def run_obdfilter(system: LustreCore, phase: ObdfilterPhase) -> PhaseResult:
         )
         for i in range(threads)
     ]
+    for flow in flows:
+        ost.flow_started(cost.target, flow)
     sim.run(sim.env.all_of([f.done for f in flows]))
     elapsed = sim.now - start
     total = per_thread * threads

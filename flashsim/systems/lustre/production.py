@@ -34,6 +34,7 @@ import numpy as np
 import simpy
 from pydantic import Field, model_validator
 
+from flashsim.components.raid_target import RaidTarget
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import Bandwidth, Bytes, Seconds, StrictModel, field_error
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
@@ -46,7 +47,6 @@ from flashsim.systems.lustre.aging import (
     write_rates_Bps,
 )
 from flashsim.systems.lustre.core import LustreCore
-from flashsim.systems.lustre.nodes import OstNode
 
 DAY_S = 86_400.0
 
@@ -210,11 +210,11 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
     if n > system.n_osts:
         raise ValueError(f"phase {phase.name!r}: osts = {n} but the model has {system.n_osts}")
     # The study starts from fresh drives (its definition) and leaves them aged.
-    osts: list[OstNode] = [
+    osts: list[RaidTarget] = [
         age_ost(system, i, phase.fill, "flow", f"{system.ost(i)[1].name}.{phase.name}")
         for i in range(n)
     ]
-    lives = [system.target(i) for i in range(n)]
+    lives = [system.raid_life(i, phase.workload) for i in range(n)]
     rec = phase.record_size
     fresh = float(np.sum(write_rates_Bps(system, osts, rec, 0.0)))
     capacity = ost_capacity_B(system)
@@ -265,7 +265,7 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
     loss = 1.0 - np.array(aged_rel)
     hit = np.nonzero(loss >= ONSET_LOSS)[0]
     onset = float(days[hit[0]]) if len(hit) else math.nan
-    drive = system.model.oss.drive
+    drive = osts[0].drive
     dwpd = float(flash) / float(drive.capacity) / phase.days
     return PhaseResult(
         name=phase.name,
@@ -294,13 +294,13 @@ def run_production_aging(system: LustreCore, phase: ProductionAgingPhase) -> Pha
     )
 
 
-def _wa(ost: OstNode) -> float:
+def _wa(ost: RaidTarget) -> float:
     """Current write amplification of ``ost``'s drives."""
     assert ost.aging is not None
     return ost.aging.write_amplification()
 
 
-def _flash_B(ost: OstNode) -> float:
+def _flash_B(ost: RaidTarget) -> float:
     """NAND bytes the representative drive of ``ost`` has programmed."""
     assert ost.aging is not None
     return ost.aging.model.flash_written_B

@@ -43,6 +43,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from flashsim.components.raid_target import RaidTarget
 from flashsim.components.rebuild import ArrayGeometry, RebuildPolicy, rebuild_traffic
 from flashsim.components.target_life import REBUILD_STEPS as LIFE_REBUILD_STEPS
 from flashsim.components.target_life import TargetLife
@@ -53,7 +54,6 @@ from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
 from flashsim.systems.lustre.core import LustreCore
 from flashsim.systems.lustre.cost import op_cost
-from flashsim.systems.lustre.nodes import OstNode
 
 OpKind = Literal["read", "write"]
 #: Bytes of a foreground flow that runs until cancelled.
@@ -203,8 +203,8 @@ def rebuild_policy(system: LustreCore, priority: float | None) -> RebuildPolicy:
 
 def geometry_of(system: LustreCore) -> ArrayGeometry:
     """The redundancy geometry of the system's OSTs."""
-    spec = system.model.oss
-    return ArrayGeometry.of_raid(spec.raid, spec.drives_per_target)
+    spec = system.model.oss.raid_target_spec()
+    return ArrayGeometry.of_raid(spec.raid, spec.drives)
 
 
 @contextmanager
@@ -302,7 +302,7 @@ class ForegroundLoad:
         return (self.moved_B - before) / duration_s
 
 
-def alone_rebuild_s(system: LustreCore, ost: OstNode, failed: list[int], fill: float) -> float:
+def alone_rebuild_s(system: LustreCore, ost: RaidTarget, failed: list[int], fill: float) -> float:
     """Rebuild time (s) of ``failed`` on ``ost``'s otherwise idle drives (flow resources)."""
     geom = geometry_of(system)
     _, alone = ost.rebuild_path(rebuild_traffic(geom, failed))
@@ -311,7 +311,7 @@ def alone_rebuild_s(system: LustreCore, ost: OstNode, failed: list[int], fill: f
 
 def drive_failures(system: LustreCore, phase: RebuildPhase) -> list[DriveFailure]:
     """The phase's failures, given and drawn from its AFR, in time order (drives checked)."""
-    _, ost = system.ost(phase.ost)
+    _, ost = system.raid_ost(phase.ost, phase.workload)
     geom = geometry_of(system)
     if phase.failures is not None:
         failures = list(phase.failures)
@@ -337,13 +337,13 @@ def run_rebuild(system: LustreCore, phase: RebuildPhase) -> PhaseResult:
     when it starts), and measures.
     """
     sim = system.sim
-    _, ost = system.ost(phase.ost)
+    _, ost = system.raid_ost(phase.ost, phase.workload)
     policy = rebuild_policy(system, phase.priority)
     events = drive_failures(system, phase)
     seq = phase.access == "sequential"
     fg = ForegroundLoad(system, phase.ost, phase.operation, phase.record_size, phase.threads, seq)
     per_drive = phase.fill * float(ost.drive.capacity)
-    with own_failures(system.target(phase.ost), policy, phase.fill) as life:
+    with own_failures(system.raid_life(phase.ost, phase.workload), policy, phase.fill) as life:
         fg.start()
         before = fg.measure(phase.window) if phase.threads else 0.0
         t0 = sim.now

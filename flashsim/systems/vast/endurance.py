@@ -51,7 +51,6 @@ from flashsim.components.endurance import (
     DAY_S,
     DriveWear,
     bytes_written,
-    catch_up,
     drive_wear,
 )
 from flashsim.components.tier import compressed_fraction
@@ -124,24 +123,12 @@ class VastEndurancePhase(StrictModel):
 def sync_wear(system: VastTopology) -> None:
     """Bring every drive's :class:`~flashsim.components.ssd.SsdState` up to now.
 
-    SCM: user bytes that entered the write buffer through flows (ingest
-    flows, client write-back) land ``scm_copies`` times, evenly over the SCM
-    drives; request-fidelity replicas were already counted as they landed
-    (``system.scm_request_user_B`` of the buffer's ingest is theirs).  QLC:
-    the physical bytes the migration wrote to each drive
-    (``tier.qlc_phys_written_B``, both fidelities: migration is a flow).
-    Flow-written SCM bytes are spread over every SCM drive alike, also while
-    one is out of service (:mod:`flashsim.systems.vast.target`): an
-    approximation of a failed SCM drive's wear until it is replaced.
+    :meth:`TierDrives.sync_wear <flashsim.components.tier_drives.TierDrives.sync_wear>`
+    of the system's drives and tier: SCM replicas of flow-written bytes
+    evenly over the SCM drives (request-fidelity replicas were counted as
+    they landed), QLC the physical bytes the migration wrote to each drive.
     """
-    tier = system.tier
-    copies = system.model.tier.scm_copies
-    flow_user_B = max(0.0, tier.buffer.check().ingested_B - system.scm_request_user_B)
-    each = copies * flow_user_B / len(system.scm_state)
-    for state in system.scm_state:
-        catch_up(state, each)
-    for state, done in zip(system.qlc_state, tier.qlc_phys_written_B, strict=True):
-        catch_up(state, float(done))
+    system.drives.sync_wear(system.tier)
 
 
 # ------------------------------------------------------------------ write path

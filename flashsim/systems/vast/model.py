@@ -24,6 +24,7 @@ from flashsim.components.fabric_spec import FabricSpec
 from flashsim.components.mds import MetadataSpec
 from flashsim.components.nfs import NfsClientSpec
 from flashsim.components.nic import NicSpec
+from flashsim.components.pcie import PcieLink
 from flashsim.components.placement import PlacementSpec
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.tier import TierSpec
@@ -92,6 +93,8 @@ class DNodeSpec(StrictModel):
     qlc_read_overhead : float
         Seconds a small read from QLC costs beyond the drive's datasheet
         latency (erasure-coded, compressed chunk reconstruction).
+    drive_link : PcieLink or None
+        Host PCIe link of every SCM and QLC drive (``None``: not modelled).
     """
 
     count: Annotated[int, Field(ge=1)]
@@ -110,6 +113,13 @@ class DNodeSpec(StrictModel):
             ["ior", "fio"],
             "a random 4 KiB read IOPS measurement of a dataset on QLC",
             "VAST test system",
+        ),
+    )
+    drive_link: PcieLink | None = Field(
+        None,
+        description=(
+            "Host PCIe link of every SCM and QLC drive (e.g. {generation = 3, lanes = 4}); "
+            "unset: not modelled (the drives' datasheet rates bind)."
         ),
     )
 

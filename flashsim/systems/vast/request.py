@@ -16,21 +16,26 @@ zero-load round trip.  Drive choices come from the seeded stream
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import simpy
 
-from flashsim.components.ssd import SsdSpec
 from flashsim.components.tier import ReadWeights
-from flashsim.engine.maxmin import FloatArray
+from flashsim.components.tier_drives import (
+    DriveQueues,
+    Medium,
+    ReadPicks,
+    pick_read,
+    pick_replicas,
+    pick_scm,
+    read_picks,
+)
 from flashsim.engine.queues import FifoQueue
 from flashsim.systems.vast.topology import VastTopology
 from flashsim.workloads.ior import IorPhase, RankStream
 
-#: Where request fidelity sends a read: the fraction in SCM and the cumulative
-#: weights of the QLC drives (``None`` when nothing is on QLC).
-ReadPicks = tuple[float, FloatArray | None]
+__all__ = ["ReadPicks", "VastRequests"]
 
 
 class VastRequests(VastTopology):
@@ -114,14 +119,8 @@ class VastRequests(VastTopology):
         # A buffered reader's calls are paid in its copy stage, not per RPC.
         syscall = 0.0 if copy is not None else self.model.client.mount.syscall_overhead
         fixed = syscall + self.model.cnode.op_latency + self.wire_s(size, node)
-        queues = self._drive_queues()
         if picks is None:
-            copies = self.model.tier.scm_copies
-            live = self.tier.scm_in_service  # a failed SCM drive takes no new replica
-            drives = [
-                int(live[i])
-                for i in rng.choice(len(live), size=min(copies, len(live)), replace=False)
-            ]
+            drives = pick_replicas(self.tier, rng)  # a failed SCM drive takes no new replica
             dnodes = [net.dnodes[self.scm_dnode[i]] for i in drives]
             queued = max(net.minimal_service_s(net.back, cnode_ep, d, size) for d in dnodes)
             if net.front is not None:
@@ -131,7 +130,7 @@ class VastRequests(VastTopology):
                 yield from net.cross(net.front, client_ep, cnode_ep, size, route_rng)
             scale = 1.0 / self.model.tier.scm_write_efficiency
             visits = [
-                env.process(self._replica(cnode_ep, d, queues["scm"][i], size, scale, route_rng))
+                env.process(self._replica(cnode_ep, d, i, size, scale, route_rng))
                 for i, d in zip(drives, dnodes, strict=True)
             ]
             yield env.all_of(visits)
@@ -139,37 +138,31 @@ class VastRequests(VastTopology):
             if self.migrating():
                 # At the hold level every new byte is migrated: one SCM read of it (flow
                 # fidelity's migration path), queued at a drive but not awaited.
-                i = int(live[int(rng.integers(len(live)))])
-                env.process(self._migration_read(queues["scm"][i], size))
+                env.process(self.drives.migration_read(pick_scm(self.tier, rng), size))
             self.tier.buffer.add_bytes(obj, size)
             return
-        f_scm, qlc_cdf = picks
-        if rng.random() < f_scm or qlc_cdf is None:
-            live = self.tier.scm_in_service
-            i = int(live[int(rng.integers(len(live)))])
-            drive, dnode = queues["scm"][i], self.scm_dnode[i]
-            spec, scale, extra = self.scm_spec, 1.0 / self.model.tier.scm_read_efficiency, 0.0
+        pick = pick_read(self.tier, picks, size, rng)
+        if pick.degraded:
+            # A strip on a failed drive not rebuilt yet: its survivors, read in parallel.
+            yield from self._degraded_read(
+                cnode_ep, client_ep, fixed, pick.drives, pick.decode_s, size, route_rng
+            )
+            yield from self._copy_out(copy)
+            return
+        medium: Medium = pick.medium
+        index = pick.drives[0]
+        if medium == "scm":
+            dnode = self.scm_dnode[index]
+            scale, extra = 1.0 / self.model.tier.scm_read_efficiency, 0.0
         else:
-            # As rng.choice(p=...) draws it: one uniform against the cumulative weights.
-            index = int(qlc_cdf.searchsorted(rng.random(), side="right"))
-            if self.tier.qlc_lost:
-                # A strip on a failed drive not rebuilt yet: its survivors, read in parallel.
-                weights = np.diff(qlc_cdf, prepend=0.0)
-                read, decode_s = self.tier.reconstruct(index, size, weights, rng)
-                if read != [index] or decode_s > 0:
-                    yield from self._degraded_read(
-                        cnode_ep, client_ep, fixed, read, decode_s, size, route_rng
-                    )
-                    yield from self._copy_out(copy)
-                    return
-            drive, dnode = queues["qlc"][index], self.qlc_dnode[index]
-            spec, scale, extra = self.qlc_spec, 1.0, self.model.dnode.qlc_read_overhead
+            dnode = self.qlc_dnode[index]
+            scale, extra = 1.0, self.model.dnode.qlc_read_overhead
         dnode_ep = net.dnodes[dnode]
         queued = net.minimal_service_s(net.back, dnode_ep, cnode_ep, size)
         if net.front is not None:
             queued += net.minimal_service_s(net.front, cnode_ep, client_ep, size)
         yield env.timeout(max(0.0, fixed - queued))
-        yield from self._visit(drive, spec, "read", size, scale, extra_delay_s=extra)
+        yield from self.drives.visit(medium, index, "read", size, scale, extra_delay_s=extra)
         yield from net.cross(net.back, dnode_ep, cnode_ep, size, route_rng)
         if net.front is not None:
             yield from net.cross(net.front, cnode_ep, client_ep, size, route_rng)
@@ -205,7 +198,6 @@ class VastRequests(VastTopology):
         healthy read does.
         """
         env, net = self.sim.env, self.net
-        queues = self._drive_queues()["qlc"]
         queued = max(
             net.minimal_service_s(net.back, net.dnodes[self.qlc_dnode[d]], cnode_ep, size_B)
             for d in drives
@@ -216,7 +208,7 @@ class VastRequests(VastTopology):
         extra = self.model.dnode.qlc_read_overhead
 
         def survivor(d: int) -> Generator[simpy.Event, Any, None]:
-            yield from self._visit(queues[d], self.qlc_spec, "read", size_B, extra_delay_s=extra)
+            yield from self.drives.visit("qlc", d, "read", size_B, extra_delay_s=extra)
             dnode_ep = net.dnodes[self.qlc_dnode[d]]
             yield from net.cross(net.back, dnode_ep, cnode_ep, size_B, route_rng)
 
@@ -226,30 +218,19 @@ class VastRequests(VastTopology):
         if net.front is not None:
             yield from net.cross(net.front, cnode_ep, client_ep, size_B, route_rng)
 
-    def _migration_read(
-        self, drive: tuple[FifoQueue, FifoQueue], size_B: float
-    ) -> Generator[simpy.Event, Any, None]:
-        """The SCM side of migrating ``size_B`` bytes: a datasheet-rate read at ``drive``."""
-        _, xfer = drive
-        yield xfer.visit(self.scm_spec.xfer_s("read", size_B))
-
     def _replica(
         self,
         cnode: str,
         dnode: str,
-        drive: tuple[FifoQueue, FifoQueue],
+        drive: int,
         size_B: float,
         scale: float,
         rng: np.random.Generator,
     ) -> Generator[simpy.Event, Any, None]:
-        """One SCM replica of a write: across the NVMe fabric, into its drive, counted as wear."""
+        """One SCM replica of a write: across the NVMe fabric, into SCM drive ``drive``, as wear."""
         yield from self.net.cross(self.net.back, cnode, dnode, size_B, rng)
-        yield from self._visit(drive, self.scm_spec, "write", size_B, scale)
-        queues = self._drive_queues()["scm"]
-        if len(self._scm_of_queue) != len(queues):
-            self._scm_of_queue = {id(q): i for i, q in enumerate(queues)}
-        self.scm_state[self._scm_of_queue[id(drive)]].record_write(size_B)
-        self.scm_request_user_B += size_B / self.model.tier.scm_copies
+        yield from self.drives.visit("scm", drive, "write", size_B, scale)
+        self.drives.record_replica(drive, size_B, self.model.tier.scm_copies)
 
     def _read_picks(self, obj: str) -> ReadPicks:
         """:meth:`read_picks` of where ``obj``'s bytes live now."""
@@ -257,50 +238,10 @@ class VastRequests(VastTopology):
 
     @staticmethod
     def read_picks(where: ReadWeights) -> ReadPicks:
-        """Fraction of a read's bytes in SCM and the cumulative QLC-drive weights of its reads.
+        """:func:`~flashsim.components.tier_drives.read_picks` (for the kind's callers)."""
+        return read_picks(where)
 
-        Computed once per repetition (or kind of call) so request fidelity
-        draws a drive per read with one uniform number (``None`` when nothing
-        is on QLC).
-        """
-        f_scm, qlc_w, _ = where
-        total = qlc_w.sum()
-        if total <= 0:
-            return f_scm, None
-        cdf = np.cumsum(qlc_w / total)
-        cdf /= cdf[-1]
-        return f_scm, cdf
-
-    def _visit(
-        self,
-        drive: tuple[FifoQueue, FifoQueue],
-        spec: SsdSpec,
-        op: Literal["read", "write"],
-        size_B: float,
-        scale: float = 1.0,
-        extra_delay_s: float = 0.0,
-    ) -> Generator[simpy.Event, Any, None]:
-        """One operation at a drive: command stage, data stage, then the access latency.
-
-        ``scale`` (>= 1) stretches the data stage (the SCM write efficiency).
-        """
-        cmd, xfer = drive
-        yield cmd.visit(spec.cmd_s(op, size_B))
-        yield xfer.visit(spec.xfer_s(op, size_B) * scale, spec.delay_s(op, size_B) + extra_delay_s)
-
-    def _drive_queues(self) -> dict[str, list[tuple[FifoQueue, FifoQueue]]]:
-        """Request-fidelity queues of the drives, (command units, data path), made on first use."""
-        if self._queues is None:
-            env, name = self.sim.env, self.model.name
-
-            def drive(label: str, spec: SsdSpec) -> tuple[FifoQueue, FifoQueue]:
-                return (
-                    FifoQueue(env, f"{name}.{label}.cmd", spec.servers),
-                    FifoQueue(env, f"{name}.{label}.xfer", 1),
-                )
-
-            self._queues = {
-                "scm": [drive(f"scm{i}", self.scm_spec) for i in range(len(self.scm))],
-                "qlc": [drive(f"qlc{i}", self.qlc_spec) for i in range(len(self.qlc))],
-            }
-        return self._queues
+    def _drive_queues(self) -> dict[Medium, list[DriveQueues]]:
+        """Request-fidelity queues of the drives (:meth:`TierDrives.queues
+        <flashsim.components.tier_drives.TierDrives.queues>`)."""
+        return self.drives.queues()

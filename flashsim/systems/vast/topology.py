@@ -53,6 +53,7 @@ from flashsim.components.fluid import DrainPath, FluidBuffer, split_evenly
 from flashsim.components.nfs import NfsClientModel
 from flashsim.components.ssd import SsdSpec, SsdState
 from flashsim.components.tier import ReadWeights, ScmQlcTier
+from flashsim.components.tier_drives import TierDrives, build_tier_drives
 from flashsim.engine.flows import Resource
 from flashsim.engine.maxmin import FloatArray
 from flashsim.engine.queues import FifoQueue
@@ -105,35 +106,24 @@ class VastTopology(BuiltSystem):
         self.net = VastNetwork(model, sim)
         self.dnode_rx = ports("dnode", dn.count, "fabric_rx", dn.fabric_nic.node_Bps("ingress"))
         self.dnode_tx = ports("dnode", dn.count, "fabric_tx", dn.fabric_nic.node_Bps("egress"))
-        self.scm: list[Resource] = []
-        self.qlc: list[Resource] = []
-        self.qlc_ops: list[Resource] = []
-        self.scm_dnode: list[int] = []
-        self.qlc_dnode: list[int] = []
-        for d in range(dn.count):
-            for j in range(dn.scm_drives):
-                self.scm.append(
-                    flows.add_resource(f"{name}.dnode{d}.scm{j}", self.scm_spec.read_bandwidth)
-                )
-                self.scm_dnode.append(d)
-            for j in range(dn.qlc_drives):
-                self.qlc.append(
-                    flows.add_resource(f"{name}.dnode{d}.qlc{j}", self.qlc_spec.read_bandwidth)
-                )
-                self.qlc_ops.append(
-                    flows.add_resource(
-                        f"{name}.dnode{d}.qlc{j}.ops",
-                        self.qlc_spec.read_iops * model.tier.read_chunk,
-                    )
-                )
-                self.qlc_dnode.append(d)
-        # Wear (issue 9): one state per drive; request fidelity counts SCM replicas as they
-        # land, flashsim.systems.vast.endurance.sync_wear adds the flow counters and migration.
-        self.scm_state = [SsdState(float(self.scm_spec.capacity)) for _ in self.scm]
-        self.qlc_state = [SsdState(float(self.qlc_spec.capacity)) for _ in self.qlc]
-        #: User bytes request fidelity wrote to SCM (each on ``scm_copies`` drives).
-        self.scm_request_user_B = 0.0
-        self._scm_of_queue: dict[int, int] = {}
+        # The SCM and QLC drives of every DNode (components.tier_drives): resources, request
+        # queues (named <system>.scm<i>, .qlc<i> over all DNodes) and wear states; request
+        # fidelity counts SCM replicas as they land, TierDrives.sync_wear adds the flow
+        # counters and the migration (issue 9).
+        self.drives: TierDrives = build_tier_drives(
+            sim,
+            self.scm_spec,
+            self.qlc_spec,
+            [(f"{name}.dnode{d}", dn.scm_drives, dn.qlc_drives) for d in range(dn.count)],
+            float(model.tier.read_chunk),
+            drive_link=dn.drive_link,
+            queue_prefix=name,
+        )
+        self.scm: list[Resource] = self.drives.scm
+        self.qlc: list[Resource] = self.drives.qlc
+        self.qlc_ops: list[Resource] = self.drives.qlc_ops
+        self.scm_dnode: list[int] = self.drives.scm_group
+        self.qlc_dnode: list[int] = self.drives.qlc_group
         self.scm_share = np.bincount(self.scm_dnode, minlength=dn.count) / len(self.scm)
         self.qlc_dnode_idx = np.asarray(self.qlc_dnode)
         self.qlc_share = np.bincount(self.qlc_dnode, minlength=dn.count) / len(self.qlc)
@@ -143,11 +133,13 @@ class VastTopology(BuiltSystem):
             model.tier,
             self.scm,
             self.qlc,
-            scm_write_cost=self.scm_spec.read_bandwidth / self.scm_spec.write_bandwidth,
-            qlc_write_cost=self.qlc_spec.read_bandwidth / self.qlc_spec.write_bandwidth,
+            scm_write_cost=self.drives.scm_write_cost,
+            qlc_write_cost=self.drives.qlc_write_cost,
             migration_extra=self._migration_extra,
             entropy_of=self._entropy_of,
             qlc_ops=self.qlc_ops,
+            scm_links=self.drives.scm_links,
+            qlc_links=self.drives.qlc_links,
         )
         # Client page caches drain into the tier.
         self.caches: list[FluidBuffer] = []
@@ -164,9 +156,24 @@ class VastTopology(BuiltSystem):
         self._entropy: dict[str, float] = {}
         self._versions: dict[str, int] = {}
         self._cur_read: list[tuple[float, FloatArray | None]] = []
-        self._queues: dict[str, list[tuple[FifoQueue, FifoQueue]]] | None = None
         self._cur_objs: list[str] = []
         self._copy_queues: dict[int, FifoQueue] = {}
+
+    # --------------------------------------------------------------- drives
+    @property
+    def scm_state(self) -> list[SsdState]:
+        """Wear of each SCM drive (:attr:`TierDrives.scm_state`)."""
+        return self.drives.scm_state
+
+    @property
+    def qlc_state(self) -> list[SsdState]:
+        """Wear of each QLC drive (:attr:`TierDrives.qlc_state`)."""
+        return self.drives.qlc_state
+
+    @property
+    def scm_request_user_B(self) -> float:
+        """User bytes request fidelity wrote to SCM (each on ``scm_copies`` drives)."""
+        return self.drives.request_user_B
 
     # ------------------------------------------------------------- helpers
     def _entropy_of(self, obj: str) -> float:
@@ -311,7 +318,7 @@ class VastTopology(BuiltSystem):
             are read in parallel, so at zero load they add no media time).
         """
         m = self.model
-        base = m.cnode.op_latency + self.wire_s(size_B, client)
+        base = m.cnode.op_latency + self.wire_s(size_B, client) + self.drives.link_s(size_B)
         if operation == "write":
             scale = 1.0 / m.tier.scm_write_efficiency
             return float(base + self.media_s(self.scm_spec, "write", size_B, scale))
@@ -326,7 +333,7 @@ class VastTopology(BuiltSystem):
         """Zero-load drive time (s): command, transfer (stretched by ``scale``), access latency.
 
         The same stages request fidelity queues at
-        (:meth:`~flashsim.systems.vast.request.VastRequests._visit`).
+        (:meth:`TierDrives.visit <flashsim.components.tier_drives.TierDrives.visit>`).
         """
         return float(
             spec.cmd_s(op, size_B) + spec.xfer_s(op, size_B) * scale + spec.delay_s(op, size_B)
