@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from flashsim.components.raid_target_spec import RaidTargetSpec
+from flashsim.components.target_life import TargetLife
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseResult
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
@@ -398,3 +400,45 @@ def test_mdts_on_a_tier_write_metadata_to_scm(tmp_path: Path) -> None:
     assert device.write_s(8192.0) == pytest.approx(8192.0 * 2 / 1e9)
     desc = loaded.kind.describe(loaded.model)
     assert desc.components["mdt_drives"] == 2 * (2 + 10)
+
+
+def test_raid_osts_share_one_aging_memo_per_built_system() -> None:
+    """The RAID target spec a built system keeps owns the aged states its OSTs' lives share
+    (a fast-forward of identical arrays advances one FTL model); another system has its own."""
+    loaded = load_system_model(
+        Path(__file__).resolve().parent.parent / "models/systems/perlmutter.toml"
+    )
+    systems = [loaded.kind.build(loaded.model, Simulation(1), "flow") for _ in range(2)]
+    memos = []
+    for system in systems:
+        spec = system.ost_spec
+        assert isinstance(spec, RaidTargetSpec)
+        lives = [system.target(i) for i in (0, 5)]
+        assert all(isinstance(life, TargetLife) and life.memo is spec.memo for life in lives)
+        memos.append(spec.memo)
+        for life in lives:
+            life.age(1e12)
+        a, b = (life.status() for life in lives)
+        assert a.write_amplification == b.write_amplification
+        assert a.host_written_B == b.host_written_B > 0
+    assert memos[0] is not memos[1]
+
+
+def test_a_job_replayed_on_tier_osts_fills_their_buffers(tmp_path: Path) -> None:
+    """Job replay (a `jobs` phase) on tier OSTs: its write flows reach the targets
+    (job_flow_started), and the job runs within describe's system write peak."""
+    model = write_model(tmp_path, "tier")
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(
+        f'name = "s"\nsystem = "{model.as_posix()}"\nseed = 1\nfidelity = "flow"\n\n'
+        '[[phases]]\nname = "jobs"\nworkload = "jobs"\n\n[[phases.jobs]]\ntype = "ior"\n'
+        'name = "ckpt"\nfsync = true\noperation = "write"\nnodes = 4\nranks_per_node = 2\n'
+        'transfer_size = "16 MiB"\nblock_size = "1 GiB"\nstripe_count = 2\n'
+    )
+    loaded = load_scenario(scenario)
+    system = loaded.system.kind.build(loaded.system.model, Simulation(1), "flow")
+    result = system.run_phase(loaded.phases[0])
+    fills = [life.status().buffer_fill for _, life in system.built_targets()]
+    assert fills and all(f is not None and f > 0 for f in fills), fills
+    desc = loaded.system.kind.describe(loaded.system.model)
+    assert 0 < result.bandwidth_Bps <= desc.derived["system_write_Bps_peak"] * (1 + 1e-9)

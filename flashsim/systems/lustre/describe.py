@@ -18,6 +18,7 @@ from flashsim.components.tier_target import TierTargetSpec
 from flashsim.systems.base import Description, LayerPeak, bottleneck
 from flashsim.systems.lustre.fabric import fabric_bounds
 from flashsim.systems.lustre.model import LustreModel, ServerSpec
+from flashsim.units import format_quantity
 
 
 def _op_note(ops: list[DriveOp]) -> str:
@@ -101,14 +102,6 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
     return layers
 
 
-def _size(size_B: float) -> str:
-    """Bytes in decimal units for a note: ``20 GB``, ``12 TB``."""
-    for unit, scale in (("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6)):
-        if size_B >= scale:
-            return f"{size_B / scale:.4g} {unit}"
-    return f"{size_B:.4g} B"
-
-
 def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) -> list[LayerPeak]:
     """Rows of SCM->QLC tier OSTs (``scale`` OSSes): SCM ingest (with the buffer's size),
     QLC read (with the migration's rate) and the drive links.
@@ -133,7 +126,7 @@ def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) 
             per * tier.peak_iops("write", PAGE_B),
             f"{oss.targets_per_server} x {tier.label()} per OSS: {tier.scm_copies} SCM "
             f"copies at write efficiency {tier.scm_write_efficiency:g}; write buffer "
-            f"{_size(float(tier.write_buffer))} per OST, migrating above "
+            f"{format_quantity(float(tier.write_buffer), 'bytes')} per OST, migrating above "
             f"{tier.migrate_above:.0%}",
         ),
         LayerPeak(
@@ -145,8 +138,9 @@ def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) 
             per * tier.peak_iops("read", PAGE_B),
             None,
             f"data of entropy {tier.data_entropy:g} bits/B from QLC (EC {k}+{m}); buffered "
-            f"data reads from SCM at {per * scm_read / 1e9:.4g} GB/s; writes beyond the "
-            f"buffer migrate at <= {per * migrate / 1e9:.4g} GB/s of QLC (compressed)",
+            f"data reads from SCM at {format_quantity(per * scm_read, 'bandwidth')}; writes "
+            f"beyond the buffer migrate at <= {format_quantity(per * migrate, 'bandwidth')} "
+            "of QLC (compressed)",
         ),
     ]
     link = tier.drive_link

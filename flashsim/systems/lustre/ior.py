@@ -51,8 +51,8 @@ class RankContext:
 
     ``cost`` is the first target's; an object-aware target's own cost (where
     the file's bytes live on it) is in ``costs``, by OST index.  ``crossed``
-    holds each target a flow of the rank crosses, with its cost and its share
-    of the flow's bytes (:meth:`LustreIor.flows_started`).
+    holds each object-aware target a write flow of the rank crosses, with its
+    cost and its share of the flow's bytes (:meth:`LustreIor.flows_started`).
     """
 
     node: ClientNode
@@ -85,8 +85,8 @@ class PathCache:
         Per stripe set: which of its targets are object-aware, and the
         objects of a file on it when none is (all empty).
     crossed : dict
-        Per stripe set, kind of call and objects: the targets a flow crosses,
-        with their costs and shares (:attr:`RankContext.crossed`).
+        Per stripe set, kind of call and objects: the targets a flow is
+        announced to, with their costs and shares (:attr:`RankContext.crossed`).
     """
 
     costs: dict[tuple[Any, ...], dict[CostKey, OpCost]] = field(default_factory=dict)
@@ -271,10 +271,14 @@ class LustreIor(LustreCore):
         gated = ranks_per_node * conc > slots
         crossed = cache.crossed.get(stripe_key)
         if crossed is None:
+            # Only a write's bytes change a target's state, and a target that keeps state of
+            # the bytes written keeps it by object (its costs depend on the object): a flow
+            # is announced to those (a stripe over RAID OSTs announces nothing, O(1) a rank).
             share = 1.0 / len(targets)
             crossed = tuple(
                 (self.ost(t)[1], costs[t, o].target, share)
                 for t, o in zip(targets, objs, strict=True)
+                if o and write
             )
             cache.crossed[stripe_key] = crossed
         ctx = RankContext(
@@ -527,12 +531,14 @@ class LustreIor(LustreCore):
             yield node.nic.visit(c_dir, size)
 
     def ior_flow_started(self, phase: IorPhase, rank: int, label: str, flow: Flow) -> None:
-        """Tell each target the rank's flow crosses that it started (a tier counts the bytes)."""
+        """Tell the targets a writing rank's flow crosses that it started (a tier counts
+        the bytes into its buffer; see :attr:`RankContext.crossed`)."""
         self.flows_started(self._ranks[rank], flow)
 
     @staticmethod
     def flows_started(ctx: RankContext, flow: Flow) -> None:
-        """``flow`` of a rank with context ``ctx`` started: each target it crosses is told."""
+        """``flow`` of a rank with context ``ctx`` started: the targets in ``ctx.crossed``
+        are told (:meth:`StorageTarget.flow_started`)."""
         for target, cost, share in ctx.crossed:
             target.flow_started(cost, flow, share)
 
