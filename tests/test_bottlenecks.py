@@ -305,6 +305,13 @@ BOUND_CASES = [
         id="vast-on-perlmutter",
     ),
     pytest.param(
+        TABLE1,
+        {"system": '"../../models/systems/lustre-hot-pool.toml"'},
+        "one OSS",
+        "lustre-hot-pool.toml",
+        id="lustre-hot-pool-one-ost",
+    ),
+    pytest.param(
         "scenarios/vast/naive-vs-aged.toml",
         {"system": '"../../models/systems/vast-perlmutter-size.toml"'},
         "system",

@@ -16,7 +16,13 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("*.ipynb"))
-QUICK_NOTEBOOKS = {"fabric_whatif", "perlmutter_over_time", "perlmutter_year", "vast_pdsw21"}
+QUICK_NOTEBOOKS = {
+    "fabric_whatif",
+    "hybrids",
+    "perlmutter_over_time",
+    "perlmutter_year",
+    "vast_pdsw21",
+}
 KERNEL_STARTUP_S = 600.0  # a kernel's start-up (imports) on a loaded machine; not its work
 
 
