@@ -187,7 +187,7 @@ def test_describe_of_each_target_type(tmp_path: Path) -> None:
     assert tier.derived["usable_capacity_B"] == pytest.approx(2 * 12 * 15.36e12 * 8 / 10)
     assert tier.derived["ost_write_buffer_B"] == pytest.approx(20e9)
     layers = {la.layer for la in tier.layers}
-    assert {"SCM ingest", "QLC read"} <= layers
+    assert {"SCM ingest", "tier read (QLC + SCM)"} <= layers
     assert not layers & {"drives (raw)", "drives after RAID", "OST stack (ldiskfs+RAID)"}
     # SCM ingest: 4 Optane x 2 GB/s / 2 copies per OST
     assert tier.derived["ost_drive_write_Bps"] == pytest.approx(4 * 2e9 / 2)

@@ -104,9 +104,12 @@ def test_spec_peaks_capacity_and_label() -> None:
     spec = spec_of(scm_write_efficiency=0.8)
     # 4 SCM drives x 2 GB/s x 0.8 / 2 replicas: the ingest until the buffer fills.
     assert spec.peak_Bps("write") == pytest.approx(4 * 2 * GB * 0.8 / 2)
-    # Incompressible data read from all 12 QLC drives (rotate) at 3.2 GB/s.
-    assert spec.peak_Bps("read") == pytest.approx(12 * 3.2 * GB)
-    assert spec.peak_iops("read", 4096) == pytest.approx(12 * 427e3)
+    # Incompressible data read from all 12 QLC drives (rotate) at 3.2 GB/s, and buffered
+    # data from the 4 SCM drives at 2.5 GB/s at the same time.
+    assert spec.qlc_read_Bps() == pytest.approx(12 * 3.2 * GB)
+    assert spec.scm_read_Bps() == pytest.approx(4 * 2.5 * GB)
+    assert spec.peak_Bps("read") == pytest.approx(12 * 3.2 * GB + 4 * 2.5 * GB)
+    assert spec.peak_iops("read", 4096) == pytest.approx(12 * 427e3 + 4 * 550e3)
     # Each write lands twice; 4 KiB at 0.8 x 2 GB/s (390 k/s) binds before 500 kIOPS.
     assert spec.peak_iops("write", 4096) == pytest.approx(4 * min(500e3, 1.6 * GB / 4096) / 2)
     assert spec.drive_count() == 16
@@ -119,12 +122,12 @@ def test_spec_peaks_follow_links_and_compression() -> None:
     linked = spec_of(drive_link={"generation": 3, "lanes": 1})
     link = 8e9 * 128 / 130 / 8 * 256 / 276
     assert linked.peak_Bps("write") == pytest.approx(4 * link / 2)
-    assert linked.peak_Bps("read") == pytest.approx(12 * link)
+    assert linked.peak_Bps("read") == pytest.approx(12 * link + 4 * link)
     # Data of 2 bits/byte compresses to 1/4: four logical bytes per byte read.
-    assert spec_of(data_entropy=2.0).peak_Bps("read") == pytest.approx(4 * 12 * 3.2 * GB)
+    assert spec_of(data_entropy=2.0).qlc_read_Bps() == pytest.approx(4 * 12 * 3.2 * GB)
     # Packed placement: such data lives on ceil(8/4) + 2 = 4 drives only.
     packed = spec_of(data_entropy=2.0, placement="packed")
-    assert packed.peak_Bps("read") == pytest.approx(4 * 4 * 3.2 * GB)
+    assert packed.qlc_read_Bps() == pytest.approx(4 * 4 * 3.2 * GB)
 
 
 @pytest.mark.parametrize(

@@ -203,16 +203,28 @@ class TierTargetSpec(TierSpec):
         QLC, the drives the data spreads over at their read bandwidth (or
         their links'), ``data_entropy`` data compressed to ``c`` giving
         ``1 / c`` logical bytes per byte read, capped by their read
-        operations (read IOPS x ``read_chunk`` logical bytes each).
+        operations (read IOPS x ``read_chunk`` logical bytes each), PLUS the
+        SCM drives reading buffered data at ``scm_read_efficiency``: a read of
+        data partly still in the buffer keeps both media busy at once, so
+        their sum is what no read can beat (:meth:`qlc_read_Bps`,
+        :meth:`scm_read_Bps` each medium alone).
         """
-        link = self._link_Bps()
         if op == "write":
-            per = min(float(self.scm.write_bandwidth) * self.scm_write_efficiency, link)
+            per = min(float(self.scm.write_bandwidth) * self.scm_write_efficiency, self._link_Bps())
             return self.scm_drives * per / self.scm_copies
+        return self.qlc_read_Bps() + self.scm_read_Bps()
+
+    def qlc_read_Bps(self) -> float:
+        """Logical bytes/s one target reads of data on QLC (see :meth:`peak_Bps`)."""
         n = self._read_drives()
-        bw = n * min(float(self.qlc.read_bandwidth), link) / self._compressed()
+        bw = n * min(float(self.qlc.read_bandwidth), self._link_Bps()) / self._compressed()
         ops = n * self.qlc.iops("read") * float(self.read_chunk)
         return min(bw, ops)
+
+    def scm_read_Bps(self) -> float:
+        """Bytes/s one target reads of data still in its SCM buffer (links included)."""
+        per = float(self.scm.read_bandwidth) * self.scm_read_efficiency
+        return self.scm_drives * min(per, self._link_Bps())
 
     def peak_iops(self, op: OpKind, size_B: float = 4096.0) -> float:
         """Datasheet operations/s of one target for ``size_B`` operations.
@@ -220,7 +232,7 @@ class TierTargetSpec(TierSpec):
         ``write``: each lands on ``scm_copies`` SCM drives (random IOPS or
         bandwidth over size, at ``scm_write_efficiency``); ``read``: one QLC
         operation of ``c * size_B`` physical bytes on the drives the data
-        spreads over.
+        spreads over, plus the SCM drives' reads of buffered data at once.
         """
         link = self._link_Bps()
         if op == "write":
@@ -228,10 +240,13 @@ class TierTargetSpec(TierSpec):
             bw = min(float(scm.write_bandwidth) * self.scm_write_efficiency, link)
             each = min(scm.iops("write"), bw / size_B)
             return self.scm_drives * each / self.scm_copies
-        qlc = self.qlc
+        qlc, scm = self.qlc, self.scm
         phys = self._compressed() * size_B
         each = min(qlc.iops("read"), min(float(qlc.read_bandwidth), link) / phys)
-        return self._read_drives() * each
+        # Reads of buffered data at the same time, on the SCM drives (as peak_Bps).
+        scm_bw = min(float(scm.read_bandwidth) * self.scm_read_efficiency, link)
+        scm_each = min(scm.iops("read") * self.scm_read_efficiency, scm_bw / size_B)
+        return self._read_drives() * each + self.scm_drives * scm_each
 
     def drive_count(self) -> int:
         """SCM and QLC drives of one target."""

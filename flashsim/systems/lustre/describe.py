@@ -103,17 +103,18 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
 
 def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) -> list[LayerPeak]:
     """Rows of SCM->QLC tier OSTs (``scale`` OSSes): SCM ingest (with the buffer's size),
-    QLC read (with the migration's rate) and the drive links.
+    tier read (QLC and SCM at once, with the migration's rate) and the drive links.
 
     The peaks are the target's own (:meth:`TierTargetSpec.peak_Bps`,
     :meth:`~TierTargetSpec.peak_iops`): writes at the SCM ingest rate until the
     buffer fills, reads from QLC.
     """
     per = oss.targets_per_server * scale
-    scm, qlc = tier.scm, tier.qlc
+    qlc = tier.qlc
     k, m = tier.ec_data, tier.ec_parity
-    migrate = tier.qlc_drives * qlc.bandwidth_Bps("write") * k / (k + m)
-    scm_read = tier.scm_drives * scm.bandwidth_Bps("read") * tier.scm_read_efficiency
+    # Each drive's PCIe link caps what it moves (components.pcie).
+    link_Bps = math.inf if tier.drive_link is None else tier.drive_link.bandwidth_Bps
+    migrate = tier.qlc_drives * min(qlc.bandwidth_Bps("write"), link_Bps) * k / (k + m)
     layers = [
         LayerPeak(
             scope,
@@ -130,14 +131,16 @@ def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) 
         ),
         LayerPeak(
             scope,
-            "QLC read",
+            "tier read (QLC + SCM)",
             per,
             per * tier.peak_Bps("read"),
             None,
             per * tier.peak_iops("read", PAGE_B),
             None,
-            f"data of entropy {tier.data_entropy:g} bits/B from QLC (EC {k}+{m}); buffered "
-            f"data reads from SCM at {format_quantity(per * scm_read, 'bandwidth')}; writes "
+            f"data of entropy {tier.data_entropy:g} bits/B from QLC (EC {k}+{m}) at "
+            f"{format_quantity(per * tier.qlc_read_Bps(), 'bandwidth')}, buffered data from "
+            f"SCM at {format_quantity(per * tier.scm_read_Bps(), 'bandwidth')}, both at once "
+            "at most; writes "
             f"beyond the buffer migrate at <= {format_quantity(per * migrate, 'bandwidth')} "
             "of QLC (compressed)",
         ),

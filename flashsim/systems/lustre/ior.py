@@ -124,6 +124,8 @@ class LustreIor(LustreCore):
         self._osc_segments: dict[tuple[Any, ...], Segment] = {}
         self._route_segments: dict[tuple[Any, ...], Segment] = {}
         self._route_rng = sim.rng(f"{model.name}.routing")
+        #: Files each IOR dataset was written as (file per process), by dataset name.
+        self._dataset_files: dict[str, int] = {}
         self.locks = ExtentLocks(sim, f"{model.name}.ldlm")
         # A stripe set's segment holds its targets' costs and servers as they were when it
         # was made: a state change (a failure, a failover) or a new phase (drives aged by the
@@ -141,9 +143,23 @@ class LustreIor(LustreCore):
         if phase.layout.first_target is not None:
             first = phase.layout.first_target
         else:
-            file_index = phase.file_of(rank) if phase.file_per_process else 0
-            first = (file_index * count) % self.n_osts
+            first = (self._file_index(phase, rank) * count) % self.n_osts
         return [(first + k) % self.n_osts for k in range(count)]
+
+    def _file_index(self, phase: IorPhase, rank: int) -> int:
+        """The file ``rank`` accesses (0 for a shared file).
+
+        A read of a dataset written as fewer files than it has readers wraps
+        round them, as the IOR runner wraps their sizes: the file and its
+        targets are one a writer wrote.
+        """
+        if not phase.file_per_process:
+            return 0
+        index = phase.file_of(rank)
+        written = self._dataset_files.get(phase.dataset or "")
+        if phase.operation == "read" and written:
+            index %= written
+        return index
 
     def ior_prepare(self, phase: IorPhase, repetition: int) -> None:
         """Build the clients and targets the phase touches.
@@ -153,6 +169,8 @@ class LustreIor(LustreCore):
         ``-C`` as the seed ran them), so nothing else needs resetting.
         """
         self._forget_stripe_sets()
+        if phase.operation == "write" and phase.dataset is not None and phase.file_per_process:
+            self._dataset_files[phase.dataset] = phase.ranks
         for node in range(phase.first_node, phase.first_node + phase.nodes):
             self.client(node)
         for r in range(phase.ranks):
@@ -195,7 +213,7 @@ class LustreIor(LustreCore):
         """The file ``rank`` accesses, as the object its targets keep: the dataset (the
         phase's name without one) and, file per process, the file's rank."""
         dataset = f"ior:{phase.dataset or phase.name}"
-        return f"{dataset}/{phase.file_of(rank)}" if phase.file_per_process else dataset
+        return f"{dataset}/{self._file_index(phase, rank)}" if phase.file_per_process else dataset
 
     def access_stream(
         self,
