@@ -273,6 +273,16 @@ class FluidBuffer:
         out, self._outbox = self._outbox, []
         return out
 
+    def level_now_B(self) -> float:
+        """Bytes held now (after a sync; no per-object totals, unlike :meth:`check`)."""
+        self.sync()
+        return self.level_B
+
+    def ingested_now_B(self) -> float:
+        """Bytes that have entered so far (after a sync)."""
+        self.sync()
+        return self.ingested_B
+
     def check(self) -> BufferCheck:
         """Totals after a sync; ``ingested == level + drained`` must hold."""
         self.sync()

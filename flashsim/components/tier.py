@@ -736,7 +736,7 @@ class ScmQlcTier:
         if not (size_B >= 0 and math.isfinite(size_B)):
             raise ValueError(f"{self.name}: size_B(={size_B}) must be a finite number >= 0")
         buf = self.buffer
-        level = buf.check().level_B
+        level = buf.level_now_B()
         over = max(0.0, level + size_B - buf.drain_start_B)
         # The oldest bytes leave first: those held now, then the oldest of the new ones.
         moved = buf.drain_now(min(over, level)) if over > 0 else 0.0
@@ -748,7 +748,7 @@ class ScmQlcTier:
 
     def drain_all(self) -> float:
         """Migrate everything the buffer holds to QLC at once (a reset); returns the bytes."""
-        return self.buffer.drain_now(self.buffer.check().level_B)
+        return self.buffer.drain_now(self.buffer.level_now_B())
 
     def location(self, obj: str) -> tuple[float, float]:
         """Logical bytes of ``obj`` in SCM and in QLC now."""

@@ -177,7 +177,7 @@ class TierDrives:
         wear until it is replaced.
         """
         copies = tier.spec.scm_copies
-        flow_user_B = max(0.0, tier.buffer.check().ingested_B - self.request_user_B)
+        flow_user_B = max(0.0, tier.buffer.ingested_now_B() - self.request_user_B)
         each = copies * flow_user_B / len(self.scm_state)
         for state in self.scm_state:
             catch_up(state, each)

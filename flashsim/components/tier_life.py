@@ -153,7 +153,7 @@ class TierLife:
             failed_drives=tuple(sorted(self._pending)),
             rebuild_progress=progress,
             data_lost=self._data_lost,
-            buffer_fill=buf.check().level_B / buf.capacity_B,
+            buffer_fill=buf.level_now_B() / buf.capacity_B,
         )
 
     # ----------------------------------------------------------- failures
@@ -180,7 +180,7 @@ class TierLife:
             # The replicas of the buffered bytes it held (spread evenly over the drives in
             # service), each copied from its other replica.
             live = tier.scm_in_service.size
-            volume = spec.scm_copies * tier.buffer.check().level_B / live
+            volume = spec.scm_copies * tier.buffer.level_now_B() / live
         tier.take_out(medium, index)
         self.start_rebuild(drive, volume, spec.rebuild)
         lost = ", data lost" if self._data_lost else ""
