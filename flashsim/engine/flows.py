@@ -397,6 +397,7 @@ class FlowNetwork(ClassLayer):
         priority: float = 1.0,
         name: str = "",
         cap_label: str | None = None,
+        defer: bool = True,
     ) -> Flow:
         """Start moving ``size_B`` bytes along ``path`` and return the flow.
 
@@ -424,6 +425,13 @@ class FlowNetwork(ClassLayer):
             What ``rate_cap_Bps`` stands for, for reports of what limited an
             interval (:meth:`limit_bytes`): ``"<kind>: <what>"``, e.g.
             ``"concurrency: rank window q*t/L"``; ``None`` for ``"rate cap"``.
+        defer : bool
+            Solve the change by a zero-delay event, with every other change of
+            this instant (the default).  ``False``: the caller calls
+            :meth:`solve_now` itself before it returns to the event loop, which
+            is that event's solve one event sooner when nothing else is due now
+            (:meth:`nothing_else_due`) and the caller is the only callback of
+            the event it runs in (no event is made and stepped per start).
         """
         if not (size_B > 0 and math.isfinite(size_B)):
             raise ValueError(f"flow {name!r}: size_B(={size_B}) must be a finite number > 0")
@@ -483,7 +491,8 @@ class FlowNetwork(ClassLayer):
         self._flows[slot] = flow
         self._pending_new[slot] = None
         self._index_recent.append(slot)
-        self._schedule_solve()
+        if defer:
+            self._schedule_solve()
         return flow
 
     def _path_entries(
@@ -571,6 +580,15 @@ class FlowNetwork(ClassLayer):
     def active_flows(self) -> int:
         """Number of flows in progress."""
         return self._n_active
+
+    def nothing_else_due(self) -> bool:
+        """Whether no event is due at this instant: a change made now would be solved next.
+
+        Then a caller that is the only callback of the event it runs in may
+        start a flow with ``defer=False`` and call :meth:`solve_now` at once: the
+        same solve, with the same changes, as the zero-delay event would run.
+        """
+        return bool(self.env.peek() > self.env.now)
 
     def solve_now(self) -> None:
         """Apply pending changes and re-solve rates at the current time."""

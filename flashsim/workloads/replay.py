@@ -672,18 +672,26 @@ class JobEngine:
         access: Access,
         stream: RankStream,
         size_B: float,
+        at_once: bool = False,
     ) -> Flow:
-        """Start ``size_B`` bytes of transfer ``k`` as a flow on ``stream``'s path."""
-        sim = self.system.sim
-        flow = sim.flows.start_flow(
+        """Start ``size_B`` bytes of transfer ``k`` as a flow on ``stream``'s path.
+
+        ``at_once``: solve it now, after the system's hook, rather than by the
+        network's zero-delay event (see :meth:`FlowNetwork.nothing_else_due`).
+        """
+        flows = self.system.sim.flows
+        flow = flows.start_flow(
             size_B,
             stream.path,
             rate_cap_Bps=stream.rate_cap_Bps,
             op_size_B=stream.op_size_B,
             cap_label=stream.cap_label,
             name=f"{times.job.name}.r{rank}.{k}",
+            defer=not at_once,
         )
         self.system.job_flow_started(access, flow)
+        if at_once:
+            flows.solve_now()
         return flow
 
     @staticmethod
@@ -782,6 +790,7 @@ class _FlowRank:
         "stage",
         "stream",
         "t0",
+        "timed",
         "times",
         "waited_B",
     )
@@ -814,6 +823,8 @@ class _FlowRank:
         self.budget_B = 0.0
         self.behind_B = 0.0
         self.waited_B = 0.0
+        #: Running from a timeout of its own (see _timed).
+        self.timed = False
         #: Triggered when the rank has ended, as its process would be.
         self.done = simpy.Event(env)
         Initialize(env, self)  # type: ignore[arg-type]  # calls self._resume, urgently
@@ -822,9 +833,15 @@ class _FlowRank:
         """Start: wait for the job's start, then issue the calls."""
         start_s = self.times.job.start_s
         if start_s > 0:
-            self.env.timeout(start_s).callbacks.append(self._run)  # type: ignore[union-attr]
+            self.env.timeout(start_s).callbacks.append(self._timed)  # type: ignore[union-attr]
             return
         self._run(_event)
+
+    def _timed(self, event: simpy.Event) -> None:
+        """Woken by a timeout of its own (a think time, the job's start): its only callback."""
+        self.timed = True
+        self._run(event)
+        self.timed = False
 
     def _run(self, _event: simpy.Event) -> None:
         """Go on from the present stage until something must be waited for."""
@@ -841,7 +858,7 @@ class _FlowRank:
                 self.stage = _ISSUE
                 gap = self.gap_s[i]
                 if gap > 0:
-                    env.timeout(gap).callbacks.append(self._run)  # type: ignore[union-attr]
+                    env.timeout(gap).callbacks.append(self._timed)  # type: ignore[union-attr]
                     return
                 continue
             i = self.i
@@ -884,7 +901,12 @@ class _FlowRank:
                 # has reached the servers (IOR's write-behind); the rest drains
                 self.behind_B = behind = min(size, self.budget_B)
                 if size > behind:
-                    head = self.engine._start(times, self.rank, k, t0, access, stream, size - behind)
+                    # Woken by its own timeout, with nothing else due now, the rank's start
+                    # is this instant's only change: solved at once (one event fewer).
+                    at_once = self.timed and self.engine.system.sim.flows.nothing_else_due()
+                    head = self.engine._start(
+                        times, self.rank, k, t0, access, stream, size - behind, at_once
+                    )
                     self.stage = _HEAD
                     head.done.callbacks.append(self._run)  # type: ignore[union-attr]
                     return
