@@ -33,6 +33,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -146,11 +147,25 @@ class Flow:
 
     name: str
     size_B: float
-    done: simpy.Event
     start_s: float
     end_s: float = float("nan")
     _slot: int = field(default=-1, repr=False)
     _network: FlowNetwork | None = field(default=None, repr=False)
+    # The done event; None until asked for if the flow was started with lazy_done.
+    _done: simpy.Event | None = field(default=None, repr=False)
+    # What FlowNetwork.when_done registered while no done event existed.
+    _on_end: Callable[[Flow], None] | None = field(default=None, repr=False)
+
+    @property
+    def done(self) -> simpy.Event:
+        """Succeeds (with this flow as value) when the last byte has moved."""
+        done = self._done
+        if done is None:
+            assert self._network is not None
+            done = self._done = simpy.Event(self._network.env)
+            if self.end_s == self.end_s:  # it ended with nothing waiting on the event
+                done.succeed(self)
+        return done
 
     @property
     def rate_Bps(self) -> float:
@@ -398,6 +413,7 @@ class FlowNetwork(ClassLayer):
         name: str = "",
         cap_label: str | None = None,
         defer: bool = True,
+        lazy_done: bool = False,
     ) -> Flow:
         """Start moving ``size_B`` bytes along ``path`` and return the flow.
 
@@ -432,6 +448,9 @@ class FlowNetwork(ClassLayer):
             is that event's solve one event sooner when nothing else is due now
             (:meth:`nothing_else_due`) and the caller is the only callback of
             the event it runs in (no event is made and stepped per start).
+        lazy_done : bool
+            Make the ``done`` event only when something asks for it: a caller
+            that waits by :meth:`when_done` then costs no event per flow.
         """
         if not (size_B > 0 and math.isfinite(size_B)):
             raise ValueError(f"flow {name!r}: size_B(={size_B}) must be a finite number > 0")
@@ -487,7 +506,9 @@ class FlowNetwork(ClassLayer):
             segs_t,
         )
         env = self.env
-        flow = Flow(name, float(size_B), simpy.Event(env), env.now, _slot=slot, _network=self)
+        flow = Flow(name, float(size_B), env.now, _slot=slot, _network=self)
+        if not lazy_done:
+            flow._done = simpy.Event(env)
         self._flows[slot] = flow
         self._pending_new[slot] = None
         self._index_recent.append(slot)
@@ -548,6 +569,8 @@ class FlowNetwork(ClassLayer):
         slot = flow._slot
         moved = flow.size_B - self._remaining_of(slot)
         self._release([slot])
+        if flow._done is None:
+            flow._done = simpy.Event(self.env)  # never triggered
         flow.end_s = self.env.now
         self._schedule_solve()
         return moved
@@ -580,6 +603,21 @@ class FlowNetwork(ClassLayer):
     def active_flows(self) -> int:
         """Number of flows in progress."""
         return self._n_active
+
+    def when_done(self, flow: Flow, callback: Callable[[Flow], None]) -> None:
+        """Call ``callback(flow)`` when ``flow`` completes, as a callback of its ``done`` event.
+
+        For a flow started with ``lazy_done`` that nothing else has asked the
+        event of, no event is made: when nothing else is due at its completion,
+        the network calls ``callback`` itself, at the point of the event order
+        where the event's callbacks would have run (before any other flow's
+        ``done`` that completes with it and has callbacks of its own).
+        """
+        done = flow._done
+        if done is None:
+            flow._on_end = callback
+        else:
+            done.callbacks.append(partial(_flow_ended, callback, flow))  # type: ignore[union-attr]
 
     def nothing_else_due(self) -> bool:
         """Whether no event is due at this instant: a change made now would be solved next.
@@ -768,7 +806,27 @@ class FlowNetwork(ClassLayer):
         self._resolve()
         for flow in flows:
             flow.end_s = now
-            flow.done.succeed(flow)
+        # Flows waited for by when_done alone, ahead of any other: when nothing else is
+        # due now, their done events would be the next ones stepped, so their callbacks
+        # run here, after the other done events are triggered (as they would have been).
+        direct = 0
+        if flows and self.env.peek() > now:
+            while direct < len(flows) and flows[direct]._done is None:
+                if flows[direct]._on_end is None:
+                    break
+                direct += 1
+        for flow in flows[direct:]:
+            done = flow._done
+            if done is None:
+                done = flow._done = simpy.Event(self.env)
+                on_end = flow._on_end
+                if on_end is not None:
+                    done.callbacks.append(partial(_flow_ended, on_end, flow))  # type: ignore[union-attr]
+            done.succeed(flow)
+        for flow in flows[:direct]:
+            on_end = flow._on_end
+            assert on_end is not None
+            on_end(flow)
 
     # ------------------------------------------------------------- inspection
     def snapshot(self) -> dict[str, Any]:
@@ -799,3 +857,8 @@ class FlowNetwork(ClassLayer):
             "con_capacity": self._con_cap[: self._n_cons].copy(),
             "con_load": self._con_load[: self._n_cons].copy(),
         }
+
+
+def _flow_ended(callback: Callable[[Flow], None], flow: Flow, _event: simpy.Event) -> None:
+    """A ``done`` event's callback that calls ``callback(flow)`` (see FlowNetwork.when_done)."""
+    callback(flow)

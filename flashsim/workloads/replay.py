@@ -673,11 +673,13 @@ class JobEngine:
         stream: RankStream,
         size_B: float,
         at_once: bool = False,
+        lazy_done: bool = False,
     ) -> Flow:
         """Start ``size_B`` bytes of transfer ``k`` as a flow on ``stream``'s path.
 
         ``at_once``: solve it now, after the system's hook, rather than by the
-        network's zero-delay event (see :meth:`FlowNetwork.nothing_else_due`).
+        network's zero-delay event (see :meth:`FlowNetwork.nothing_else_due`);
+        ``lazy_done``: the caller waits by :meth:`FlowNetwork.when_done`.
         """
         flows = self.system.sim.flows
         flow = flows.start_flow(
@@ -688,6 +690,7 @@ class JobEngine:
             cap_label=stream.cap_label,
             name=f"{times.job.name}.r{rank}.{k}",
             defer=not at_once,
+            lazy_done=lazy_done,
         )
         self.system.job_flow_started(access, flow)
         if at_once:
@@ -843,7 +846,7 @@ class _FlowRank:
         self._run(event)
         self.timed = False
 
-    def _run(self, _event: simpy.Event) -> None:
+    def _run(self, _event: simpy.Event | None) -> None:
         """Go on from the present stage until something must be waited for."""
         env = self.env
         times = self.times
@@ -905,10 +908,10 @@ class _FlowRank:
                     # is this instant's only change: solved at once (one event fewer).
                     at_once = self.timed and self.engine.system.sim.flows.nothing_else_due()
                     head = self.engine._start(
-                        times, self.rank, k, t0, access, stream, size - behind, at_once
+                        times, self.rank, k, t0, access, stream, size - behind, at_once, True
                     )
                     self.stage = _HEAD
-                    head.done.callbacks.append(self._run)  # type: ignore[union-attr]
+                    self.engine.system.sim.flows.when_done(head, self._head_ended)
                     return
             behind = self.behind_B
             if behind > 0:
@@ -921,6 +924,10 @@ class _FlowRank:
             times.end_s[k] = env.now - t0
             self.i = i + 1
             self.stage = _GAP
+
+    def _head_ended(self, _flow: Flow) -> None:
+        """The head of the call's bytes has crossed the servers."""
+        self._run(None)
 
     def _last(self) -> None:
         """After the last call: the rank's end, once its write-back has drained if it fsyncs.
