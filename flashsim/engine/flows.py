@@ -810,7 +810,7 @@ class FlowNetwork(ClassLayer):
         # due now, their done events would be the next ones stepped, so their callbacks
         # run here, after the other done events are triggered (as they would have been).
         direct = 0
-        if flows and self.env.peek() > now:
+        if flows and self.nothing_else_due():
             while direct < len(flows) and flows[direct]._done is None:
                 if flows[direct]._on_end is None:
                     break
