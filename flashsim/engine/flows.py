@@ -617,7 +617,7 @@ class FlowNetwork(ClassLayer):
         if done is None:
             flow._on_end = callback
         else:
-            done.callbacks.append(partial(_flow_ended, callback, flow))  # type: ignore[union-attr]
+            done.callbacks.append(partial(_flow_ended, callback, flow))
 
     def nothing_else_due(self) -> bool:
         """Whether no event is due at this instant: a change made now would be solved next.
@@ -729,12 +729,27 @@ class FlowNetwork(ClassLayer):
         self._tight_segs.clear()
         self._refreshed.clear()
         self._lost_bottlenecks.clear()
+        classes = self._classes
+        gens = self._gen
+        events = self._events
         for cid in self._dirty:
-            c = self._classes.get(cid)
-            if c is not None:
-                t = c.next_completion_s(self._gen)
-                if t < np.inf:
-                    heapq.heappush(self._events, (t, cid, c.ver))
+            c = classes.get(cid)
+            if c is None:
+                continue
+            # c.next_completion_s(gens), inline: its first live tag (stale ones dropped)
+            tags = c.tags
+            while tags:
+                tag, gen, slot = tags[0]
+                if gens[slot] == gen:
+                    break
+                heapq.heappop(tags)
+            else:
+                continue
+            if c.mu <= 0.0:
+                continue
+            t = c.t_s + max(tag - c.vtime, 0.0) / c.mu
+            if t < np.inf:
+                heapq.heappush(events, (t, cid, c.ver))
         self._dirty.clear()
         self._reschedule_completion()
         for listener in self._rate_listeners:
@@ -821,7 +836,7 @@ class FlowNetwork(ClassLayer):
                 done = flow._done = simpy.Event(self.env)
                 on_end = flow._on_end
                 if on_end is not None:
-                    done.callbacks.append(partial(_flow_ended, on_end, flow))  # type: ignore[union-attr]
+                    done.callbacks.append(partial(_flow_ended, on_end, flow))
             done.succeed(flow)
         for flow in flows[:direct]:
             on_end = flow._on_end

@@ -836,7 +836,7 @@ class _FlowRank:
         """Start: wait for the job's start, then issue the calls."""
         start_s = self.times.job.start_s
         if start_s > 0:
-            self.env.timeout(start_s).callbacks.append(self._timed)  # type: ignore[union-attr]
+            self.env.timeout(start_s).callbacks.append(self._timed)
             return
         self._run(_event)
 
@@ -861,7 +861,7 @@ class _FlowRank:
                 self.stage = _ISSUE
                 gap = self.gap_s[i]
                 if gap > 0:
-                    env.timeout(gap).callbacks.append(self._timed)  # type: ignore[union-attr]
+                    env.timeout(gap).callbacks.append(self._timed)
                     return
                 continue
             i = self.i
@@ -897,7 +897,7 @@ class _FlowRank:
                     oldest, its_B = dirty.popleft()
                     if not oldest.done.triggered:
                         self.waited_B = its_B
-                        oldest.done.callbacks.append(self._run)  # type: ignore[union-attr]
+                        oldest.done.callbacks.append(self._run)
                         return
                     self.dirty_B -= its_B
                 # a write larger than the budget returns once all but the budget's worth
@@ -916,9 +916,7 @@ class _FlowRank:
             behind = self.behind_B
             if behind > 0:
                 tail = self.engine._start(times, self.rank, k, t0, access, stream, behind)
-                tail.done.callbacks.append(  # type: ignore[union-attr]
-                    partial(_mark_server_end, times, k, t0)
-                )
+                tail.done.callbacks.append(partial(_mark_server_end, times, k, t0))
                 self.dirty.append((tail, behind))
                 self.dirty_B += behind
             times.end_s[k] = env.now - t0
@@ -945,7 +943,7 @@ class _FlowRank:
         while dirty:
             flow, _ = dirty.popleft()
             if not flow.done.triggered:
-                flow.done.callbacks.append(self._drained)  # type: ignore[union-attr]
+                flow.done.callbacks.append(self._drained)
                 return
         if times.job.fsync:
             times.rank_end_s[self.rank] = self.env.now - self.t0
