@@ -7,7 +7,12 @@ priority).  Rates are the weighted max-min
 fair allocation (:mod:`flashsim.engine.maxmin`), re-solved when
 a flow starts or ends or a capacity changes.  Each flow's completion is a SimPy
 event.  The changes of one instant are solved together, by a zero-delay event
-after them.
+after them.  A caller that is the only callback of the event it runs in, with
+nothing else due at the instant (:meth:`FlowNetwork.nothing_else_due`), may
+start a flow and solve it at once, and wait for it by a callback the network
+calls at its completion (:meth:`FlowNetwork.when_done`): the same solves and
+callbacks at the same points of the event order, without an event each (a
+replayed call).
 
 Re-solving is incremental and exact, at two depths.  Flows that share a
 bottleneck share a level and a virtual clock (:mod:`flashsim.engine.flowclasses`):

@@ -4,10 +4,15 @@ The engine under Darshan replay (:mod:`flashsim.workloads.darshan`), many
 jobs at once (:mod:`flashsim.workloads.jobs`) and production mixes
 (:mod:`flashsim.workloads.mix_phase`).  A job is a
 :class:`~flashsim.workloads.trace.JobTrace` placed on client nodes
-(:class:`PlacedJob`); each of its ranks is a SimPy process that issues its
-calls in order, waiting before each the computation the trace recorded
-between it and the previous call (``speedup = "none"``) or not at all
-(``"io-only"``).
+(:class:`PlacedJob`); each of its ranks issues its calls in order, waiting
+before each the computation the trace recorded between it and the previous
+call (``speedup = "none"``) or not at all (``"io-only"``).  In request
+fidelity a rank is a SimPy process; in flow fidelity it is a state machine
+of callbacks that takes the same steps at the same points of the event
+order without a process, and a call woken by its own think time with nothing
+else due starts and waits for its flow without an event of its own
+(:meth:`~flashsim.engine.flows.FlowNetwork.nothing_else_due`): a
+500k-call replay's per-call cost.
 
 How a call crosses the system is the system's own IOR physics: a system
 implements :class:`JobTarget`, whose :meth:`JobTarget.job_stream` returns
