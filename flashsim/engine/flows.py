@@ -772,10 +772,18 @@ class FlowNetwork(ClassLayer):
 
     def _reschedule_completion(self) -> None:
         self._timer_event = None
-        nxt = self._next_event()
-        if nxt is None:
+        # self._next_event(), inline: the first live entry (stale ones dropped)
+        events = self._events
+        classes = self._classes
+        while events:
+            t, cid, ver = events[0]
+            c = classes.get(cid)
+            if c is not None and c.ver == ver:
+                break
+            heapq.heappop(events)
+        else:
             return
-        event = self.env.timeout(max(nxt[0] - self.env.now, 0.0))
+        event = self.env.timeout(max(t - self.env.now, 0.0))
         event.callbacks.append(self._on_timer_event)
         self._timer_event = event
 
