@@ -1171,7 +1171,15 @@ class ClassLayer(FlowState):
             if mu == c.mu:
                 continue
             changed.append((cid, c.mu))
-            self._set_level(c, mu)
+            # self._set_level(c, mu), inline: advance the clock, then the level
+            now = self.env.now
+            if now > c.t_s:
+                c.vtime += c.mu * (now - c.t_s)
+                c.t_s = now
+            c.mu = mu
+            self._unsynced.add(cid)
+            c.ver += 1
+            self._dirty.add(cid)
             for k in c.sat:
                 dep = self._con_class[k]
                 if dep in done:

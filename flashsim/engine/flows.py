@@ -7,7 +7,12 @@ priority).  Rates are the weighted max-min
 fair allocation (:mod:`flashsim.engine.maxmin`), re-solved when
 a flow starts or ends or a capacity changes.  Each flow's completion is a SimPy
 event.  The changes of one instant are solved together, by a zero-delay event
-after them.
+after them.  A caller that is the only callback of the event it runs in, with
+nothing else due at the instant (:meth:`FlowNetwork.nothing_else_due`), may
+start a flow and solve it at once, and wait for it by a callback the network
+calls at its completion (:meth:`FlowNetwork.when_done`): the same solves and
+callbacks at the same points of the event order, without an event each (a
+replayed call).
 
 Re-solving is incremental and exact, at two depths.  Flows that share a
 bottleneck share a level and a virtual clock (:mod:`flashsim.engine.flowclasses`):
@@ -33,6 +38,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -146,11 +152,25 @@ class Flow:
 
     name: str
     size_B: float
-    done: simpy.Event
     start_s: float
     end_s: float = float("nan")
     _slot: int = field(default=-1, repr=False)
     _network: FlowNetwork | None = field(default=None, repr=False)
+    # The done event; None until asked for if the flow was started with lazy_done.
+    _done: simpy.Event | None = field(default=None, repr=False)
+    # What FlowNetwork.when_done registered while no done event existed.
+    _on_end: Callable[[Flow], None] | None = field(default=None, repr=False)
+
+    @property
+    def done(self) -> simpy.Event:
+        """Succeeds (with this flow as value) when the last byte has moved."""
+        done = self._done
+        if done is None:
+            assert self._network is not None
+            done = self._done = simpy.Event(self._network.env)
+            if self.end_s == self.end_s:  # it ended with nothing waiting on the event
+                done.succeed(self)
+        return done
 
     @property
     def rate_Bps(self) -> float:
@@ -397,6 +417,8 @@ class FlowNetwork(ClassLayer):
         priority: float = 1.0,
         name: str = "",
         cap_label: str | None = None,
+        defer: bool = True,
+        lazy_done: bool = False,
     ) -> Flow:
         """Start moving ``size_B`` bytes along ``path`` and return the flow.
 
@@ -424,6 +446,16 @@ class FlowNetwork(ClassLayer):
             What ``rate_cap_Bps`` stands for, for reports of what limited an
             interval (:meth:`limit_bytes`): ``"<kind>: <what>"``, e.g.
             ``"concurrency: rank window q*t/L"``; ``None`` for ``"rate cap"``.
+        defer : bool
+            Solve the change by a zero-delay event, with every other change of
+            this instant (the default).  ``False``: the caller calls
+            :meth:`solve_now` itself before it returns to the event loop, which
+            is that event's solve one event sooner when nothing else is due now
+            (:meth:`nothing_else_due`) and the caller is the only callback of
+            the event it runs in (no event is made and stepped per start).
+        lazy_done : bool
+            Make the ``done`` event only when something asks for it: a caller
+            that waits by :meth:`when_done` then costs no event per flow.
         """
         if not (size_B > 0 and math.isfinite(size_B)):
             raise ValueError(f"flow {name!r}: size_B(={size_B}) must be a finite number > 0")
@@ -479,11 +511,14 @@ class FlowNetwork(ClassLayer):
             segs_t,
         )
         env = self.env
-        flow = Flow(name, float(size_B), simpy.Event(env), env.now, _slot=slot, _network=self)
+        flow = Flow(name, float(size_B), env.now, _slot=slot, _network=self)
+        if not lazy_done:
+            flow._done = simpy.Event(env)
         self._flows[slot] = flow
         self._pending_new[slot] = None
         self._index_recent.append(slot)
-        self._schedule_solve()
+        if defer:
+            self._schedule_solve()
         return flow
 
     def _path_entries(
@@ -539,6 +574,8 @@ class FlowNetwork(ClassLayer):
         slot = flow._slot
         moved = flow.size_B - self._remaining_of(slot)
         self._release([slot])
+        if flow._done is None:
+            flow._done = simpy.Event(self.env)  # never triggered
         flow.end_s = self.env.now
         self._schedule_solve()
         return moved
@@ -571,6 +608,30 @@ class FlowNetwork(ClassLayer):
     def active_flows(self) -> int:
         """Number of flows in progress."""
         return self._n_active
+
+    def when_done(self, flow: Flow, callback: Callable[[Flow], None]) -> None:
+        """Call ``callback(flow)`` when ``flow`` completes, as a callback of its ``done`` event.
+
+        For a flow started with ``lazy_done`` that nothing else has asked the
+        event of, no event is made: when nothing else is due at its completion,
+        the network calls ``callback`` itself, at the point of the event order
+        where the event's callbacks would have run (before any other flow's
+        ``done`` that completes with it and has callbacks of its own).
+        """
+        done = flow._done
+        if done is None:
+            flow._on_end = callback
+        else:
+            done.callbacks.append(partial(_flow_ended, callback, flow))
+
+    def nothing_else_due(self) -> bool:
+        """Whether no event is due at this instant: a change made now would be solved next.
+
+        Then a caller that is the only callback of the event it runs in may
+        start a flow with ``defer=False`` and call :meth:`solve_now` at once: the
+        same solve, with the same changes, as the zero-delay event would run.
+        """
+        return bool(self.env.peek() > self.env.now)
 
     def solve_now(self) -> None:
         """Apply pending changes and re-solve rates at the current time."""
@@ -673,12 +734,27 @@ class FlowNetwork(ClassLayer):
         self._tight_segs.clear()
         self._refreshed.clear()
         self._lost_bottlenecks.clear()
+        classes = self._classes
+        gens = self._gen
+        events = self._events
         for cid in self._dirty:
-            c = self._classes.get(cid)
-            if c is not None:
-                t = c.next_completion_s(self._gen)
-                if t < np.inf:
-                    heapq.heappush(self._events, (t, cid, c.ver))
+            c = classes.get(cid)
+            if c is None:
+                continue
+            # c.next_completion_s(gens), inline: its first live tag (stale ones dropped)
+            tags = c.tags
+            while tags:
+                tag, gen, slot = tags[0]
+                if gens[slot] == gen:
+                    break
+                heapq.heappop(tags)
+            else:
+                continue
+            if c.mu <= 0.0:
+                continue
+            t = c.t_s + max(tag - c.vtime, 0.0) / c.mu
+            if t < np.inf:
+                heapq.heappush(events, (t, cid, c.ver))
         self._dirty.clear()
         self._reschedule_completion()
         for listener in self._rate_listeners:
@@ -696,10 +772,18 @@ class FlowNetwork(ClassLayer):
 
     def _reschedule_completion(self) -> None:
         self._timer_event = None
-        nxt = self._next_event()
-        if nxt is None:
+        # self._next_event(), inline: the first live entry (stale ones dropped)
+        events = self._events
+        classes = self._classes
+        while events:
+            t, cid, ver = events[0]
+            c = classes.get(cid)
+            if c is not None and c.ver == ver:
+                break
+            heapq.heappop(events)
+        else:
             return
-        event = self.env.timeout(max(nxt[0] - self.env.now, 0.0))
+        event = self.env.timeout(max(t - self.env.now, 0.0))
         event.callbacks.append(self._on_timer_event)
         self._timer_event = event
 
@@ -750,7 +834,27 @@ class FlowNetwork(ClassLayer):
         self._resolve()
         for flow in flows:
             flow.end_s = now
-            flow.done.succeed(flow)
+        # Flows waited for by when_done alone, ahead of any other: when nothing else is
+        # due now, their done events would be the next ones stepped, so their callbacks
+        # run here, after the other done events are triggered (as they would have been).
+        direct = 0
+        if flows and self.nothing_else_due():
+            while direct < len(flows) and flows[direct]._done is None:
+                if flows[direct]._on_end is None:
+                    break
+                direct += 1
+        for flow in flows[direct:]:
+            done = flow._done
+            if done is None:
+                done = flow._done = simpy.Event(self.env)
+                on_end = flow._on_end
+                if on_end is not None:
+                    done.callbacks.append(partial(_flow_ended, on_end, flow))
+            done.succeed(flow)
+        for flow in flows[:direct]:
+            on_end = flow._on_end
+            assert on_end is not None
+            on_end(flow)
 
     # ------------------------------------------------------------- inspection
     def snapshot(self) -> dict[str, Any]:
@@ -781,3 +885,8 @@ class FlowNetwork(ClassLayer):
             "con_capacity": self._con_cap[: self._n_cons].copy(),
             "con_load": self._con_load[: self._n_cons].copy(),
         }
+
+
+def _flow_ended(callback: Callable[[Flow], None], flow: Flow, _event: simpy.Event) -> None:
+    """A ``done`` event's callback that calls ``callback(flow)`` (see FlowNetwork.when_done)."""
+    callback(flow)
