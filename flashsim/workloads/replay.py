@@ -796,6 +796,7 @@ class _FlowRank:
         "done",
         "engine",
         "env",
+        "flows",
         "gap_s",
         "i",
         "kinds",
@@ -820,6 +821,7 @@ class _FlowRank:
         env = engine.system.sim.env
         self.engine = engine
         self.env = env
+        self.flows = engine.system.sim.flows
         self.times = times
         self.rank = rank
         self.node = node
@@ -922,12 +924,12 @@ class _FlowRank:
                 if size > behind:
                     # Woken by its own timeout, with nothing else due now, the rank's start
                     # is this instant's only change: solved at once (one event fewer).
-                    at_once = self.timed and self.engine.system.sim.flows.nothing_else_due()
+                    at_once = self.timed and self.flows.nothing_else_due()
                     head = self.engine._start(
                         times, self.rank, k, t0, access, stream, size - behind, at_once, True
                     )
                     self.stage = _HEAD
-                    self.engine.system.sim.flows.when_done(head, self._head_ended)
+                    self.flows.when_done(head, self._head_ended)
                     return
             behind = self.behind_B
             if behind > 0:
