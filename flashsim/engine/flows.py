@@ -783,7 +783,8 @@ class FlowNetwork(ClassLayer):
             heapq.heappop(events)
         else:
             return
-        event = self.env.timeout(max(t - self.env.now, 0.0))
+        # (Timeout itself: what env.timeout makes, without the bound-method call)
+        event = simpy.Timeout(self.env, max(t - self.env.now, 0.0))
         event.callbacks.append(self._on_timer_event)
         self._timer_event = event
 

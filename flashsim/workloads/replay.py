@@ -884,7 +884,7 @@ class _FlowRank:
                 self.stage = _ISSUE
                 gap = self.gap_s[i]
                 if gap > 0:
-                    env.timeout(gap).callbacks.append(self._timed)
+                    simpy.Timeout(env, gap).callbacks.append(self._timed)  # as env.timeout(gap)
                     return
                 continue
             i = self.i
@@ -985,7 +985,7 @@ class _FlowRank:
         self.stage = _ISSUE
         gap = self.gap_s[i]
         if gap > 0:
-            self.env.timeout(gap).callbacks.append(self._timed)
+            simpy.Timeout(self.env, gap).callbacks.append(self._timed)  # as env.timeout(gap)
             return
         self._run(None)
 
