@@ -197,3 +197,45 @@ def test_a_waiter_goes_through_the_event_when_something_else_is_due_then() -> No
     env.run()
     assert order == ["other", "waiter"]
     assert flow._done is not None and flow._done.processed
+
+
+def test_a_rank_looks_a_calls_kind_up_only_when_it_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A call of the same kind as the rank's previous one reuses its access and stream;
+    # every call still runs on the access and stream the first call of its kind got.
+    trace = mixed_trace(6, 25, 3)
+    looked: list[int] = []
+    started: dict[int, tuple[Any, Any]] = {}
+    kind_of = JobEngine._kind
+    start = JobEngine._start
+
+    def counting(self: JobEngine, times: JobTimes, node: int, k: int, *args: Any) -> Any:
+        looked.append(k)
+        return kind_of(self, times, node, k, *args)
+
+    def recording(
+        self: JobEngine, times: JobTimes, rank: int, k: int, t0: float, access: Any, stream: Any,
+        *args: Any, **kwargs: Any,
+    ) -> Flow:  # fmt: skip
+        started.setdefault(k, (access, stream))
+        return start(self, times, rank, k, t0, access, stream, *args, **kwargs)
+
+    monkeypatch.setattr(JobEngine, "_kind", counting)
+    monkeypatch.setattr(JobEngine, "_start", recording)
+    times, _sim = replay(trace, 4)
+    tr = times.transfers
+    first: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+    issued = 0
+    previous: tuple[Any, ...] | None = None
+    changes = 0
+    for k in range(len(tr)):
+        if not (tr.size_B[k] > 0 and not tr.cached[k]):
+            continue
+        kind = (int(tr.rank[k]), int(tr.file[k]), int(tr.record[k]), bool(tr.write[k]),
+                bool(tr.sequential[k]), int(tr.calls[k]), float(tr.size_B[k]))  # fmt: skip
+        changes += kind != previous
+        previous = kind
+        issued += 1
+        assert started[k][0] is first.setdefault(kind, started[k])[0]
+        assert started[k][1] is first[kind][1]
+    assert issued == len(started)
+    assert len(looked) == changes < issued

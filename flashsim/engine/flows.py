@@ -783,7 +783,8 @@ class FlowNetwork(ClassLayer):
             heapq.heappop(events)
         else:
             return
-        event = self.env.timeout(max(t - self.env.now, 0.0))
+        # (Timeout itself: what env.timeout makes, without the bound-method call)
+        event = simpy.Timeout(self.env, max(t - self.env.now, 0.0))
         event.callbacks.append(self._on_timer_event)
         self._timer_event = event
 
@@ -796,35 +797,54 @@ class FlowNetwork(ClassLayer):
         """Pop the members of ``c`` that complete at ``now`` (within rounding)."""
         due: list[int] = []
         slack = c.mu * TIME_RTOL * max(now, 1.0)
+        tags = c.tags
+        gens = self._gen
+        specs = self._spec
         while True:
-            top = c.top_tag(self._gen)
-            if top is None:
+            # c.top_tag(gens), inline: the first live tag (stale ones dropped)
+            while tags:
+                tag, gen, slot = tags[0]
+                if gens[slot] == gen:
+                    break
+                heapq.heappop(tags)
+            else:
                 return due
-            tag, slot = top
-            spec = self._spec[slot]
+            spec = specs[slot]
             assert spec is not None
             remaining = spec[2] * (tag - c.vtime)
-            if remaining > max(spec[4] * COMPLETION_RTOL, spec[2] * slack) and (
-                due or c.next_completion_s(self._gen) > now
-            ):
-                return due
-            heapq.heappop(c.tags)
+            if remaining > max(spec[4] * COMPLETION_RTOL, spec[2] * slack):
+                if due:
+                    return due
+                # c.next_completion_s(gens) > now, inline (the same live top tag)
+                mu = c.mu
+                if mu <= 0.0 or c.t_s + max(tag - c.vtime, 0.0) / mu > now:
+                    return due
+            heapq.heappop(tags)
             due.append(slot)
 
     def _on_completion_timer(self) -> None:
         now = self.env.now
         finished: list[int] = []
-        while True:
-            nxt = self._next_event()
-            if nxt is None:
+        events = self._events
+        classes = self._classes
+        due_by = now + TIME_RTOL * max(now, 1.0)
+        dirty = self._dirty
+        while events:
+            # self._next_event(), inline: the first live entry (stale ones dropped)
+            t, cid, ver = events[0]
+            c = classes.get(cid)
+            if c is None or c.ver != ver:
+                heapq.heappop(events)
+                continue
+            if t > due_by:
                 break
-            t, c = nxt
-            if t > now + TIME_RTOL * max(now, 1.0):
-                break
-            heapq.heappop(self._events)
-            c.advance(now)
+            heapq.heappop(events)
+            if now > c.t_s:  # c.advance(now), inline
+                c.vtime += c.mu * (now - c.t_s)
+                c.t_s = now
             finished.extend(self._due(c, now))
-            self._mark_dirty(c)
+            c.ver += 1  # self._mark_dirty(c), inline
+            dirty.add(cid)
         flows: list[Flow] = []
         for s in finished:
             flow = self._flows[s]

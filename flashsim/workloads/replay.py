@@ -796,9 +796,12 @@ class _FlowRank:
         "done",
         "engine",
         "env",
+        "flows",
         "gap_s",
         "i",
         "kinds",
+        "last_found",
+        "last_kind",
         "lo",
         "n",
         "node",
@@ -820,6 +823,7 @@ class _FlowRank:
         env = engine.system.sim.env
         self.engine = engine
         self.env = env
+        self.flows = engine.system.sim.flows
         self.times = times
         self.rank = rank
         self.node = node
@@ -828,6 +832,9 @@ class _FlowRank:
         self.t0 = t0
         self.gap_s, self.sizes_B, self.cached, self.kinds = engine._calls_of(times, lo, hi)
         self.paths: dict[tuple[Any, ...], tuple[Access, RankStream]] = {}
+        # The kind of the last call issued and its access and stream (as found in paths).
+        self.last_kind: tuple[Any, ...] | None = None
+        self.last_found: tuple[Access, RankStream] | None = None
         #: Buffered writes still draining to the servers (write-back), oldest first, and
         #: their bytes.
         self.dirty: deque[tuple[Flow, float]] = deque()
@@ -877,7 +884,7 @@ class _FlowRank:
                 self.stage = _ISSUE
                 gap = self.gap_s[i]
                 if gap > 0:
-                    env.timeout(gap).callbacks.append(self._timed)
+                    simpy.Timeout(env, gap).callbacks.append(self._timed)  # as env.timeout(gap)
                     return
                 continue
             i = self.i
@@ -890,10 +897,29 @@ class _FlowRank:
                     self.i = i + 1
                     self.stage = _GAP
                     continue
-                access, stream = self.engine._kind(times, self.node, k, self.kinds[i], self.paths)
+                kind = self.kinds[i]
+                found = self.last_found
+                if found is None or kind != self.last_kind:  # (an equal kind: paths' entry)
+                    found = self.engine._kind(times, self.node, k, kind, self.paths)
+                    self.last_kind = kind
+                    self.last_found = found
+                access, stream = found
                 self.access = access
                 self.stream = stream
                 self.size_B = size
+                if not access.write:
+                    # A read, as the steps below take it: no dirty budget (so nothing left
+                    # behind, min(size, 0.0)), no write-back to wait for; all its bytes are
+                    # the head.
+                    self.budget_B = 0.0
+                    self.behind_B = 0.0
+                    at_once = self.timed and self.flows.nothing_else_due()
+                    head = self.engine._start(
+                        times, self.rank, k, t0, access, stream, size, at_once, True
+                    )
+                    self.stage = _HEAD
+                    self.flows.when_done(head, self._head_ended)
+                    return
                 # write-back: a write waits only until its bytes fit in the dirty budget
                 # (a read does not wait for the rank's write-back)
                 self.budget_B = stream.write_behind_B if access.write else 0.0
@@ -922,12 +948,12 @@ class _FlowRank:
                 if size > behind:
                     # Woken by its own timeout, with nothing else due now, the rank's start
                     # is this instant's only change: solved at once (one event fewer).
-                    at_once = self.timed and self.engine.system.sim.flows.nothing_else_due()
+                    at_once = self.timed and self.flows.nothing_else_due()
                     head = self.engine._start(
                         times, self.rank, k, t0, access, stream, size - behind, at_once, True
                     )
                     self.stage = _HEAD
-                    self.engine.system.sim.flows.when_done(head, self._head_ended)
+                    self.flows.when_done(head, self._head_ended)
                     return
             behind = self.behind_B
             if behind > 0:
@@ -941,6 +967,26 @@ class _FlowRank:
 
     def _head_ended(self, _flow: Flow) -> None:
         """The head of the call's bytes has crossed the servers."""
+        if self.behind_B > 0:
+            self._run(None)  # a tail to start
+            return
+        # Nothing left behind (a read): the call ends, and the next is issued or waited
+        # for, as _run's steps from _HEAD to _GAP would take them.
+        i = self.i
+        k = self.lo + i
+        times = self.times
+        times.server_end_s[k] = times.end_s[k] = self.env.now - self.t0
+        i += 1
+        self.i = i
+        if i == self.n:
+            self.stage = _GAP
+            self._last()
+            return
+        self.stage = _ISSUE
+        gap = self.gap_s[i]
+        if gap > 0:
+            simpy.Timeout(self.env, gap).callbacks.append(self._timed)  # as env.timeout(gap)
+            return
         self._run(None)
 
     def _last(self) -> None:
