@@ -253,11 +253,9 @@ def main() -> int:
         ok &= emit(f"{case}_seed000_s", record["wall_s"], "s", 60.0, False)
         ok &= record["exit"] == 0  # the command itself must succeed
     record = child("benchmarks.replay_calls", "calls500k")
-    # Issue 20's target for 500k calls is not met for sure yet: 0.83x the 34-38 s it took
-    # before ranks became callbacks (about 28-32 s on 2 cores, paired runs on a loaded
-    # machine: 32.6-35.4 s of CPU against 39.1-42.6 s), and 0.975x that since (calls5:
-    # inlined completion steps, a read's fast path through its rank; paired runs: 29.5-34.7 s
-    # of CPU in the replay against 30.2-33.1 s); its cost is spread thinly over the class
+    # Issue 20's target for 500k calls is not met yet: 30.8 s in `make bench` on a quiet machine
+    # (2026-11-27, after ranks became callbacks, calls4, and the inlined completion steps and a
+    # read's fast path, calls5; 34-38 s before); its cost is spread thinly over the class
     # layer's per-event checks: reported against it, open until it is.
     ok &= emit("replay_500k_calls_s", record["wall_s"], "s", 30.0, False, open_issue=20)
     return 0 if ok else 1
