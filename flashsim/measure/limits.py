@@ -260,8 +260,13 @@ class LimitRecorder:
                 a, t0, t1, name, dict(members[name]), flow_util, resources, groups, total
             )
             if limit.utilization is not None and limit.utilization < PACED_UTILIZATION:
-                # The flows met a bottleneck while they ran, but it was mostly idle: the
-                # workload's own pace (arrivals, gaps between calls) set the throughput.
+                # The flows met a bottleneck while they ran, but it was mostly idle.  In request
+                # fidelity the phase's work is in the queues (the flows are background: a
+                # tier's migration): a busy queue or the closed loops held it.
+                queued = self._queue_limit(a, b, t0, t1)
+                if queued.kind not in ("idle", "analytic"):
+                    return queued
+                # Otherwise the workload's own pace (arrivals, gaps between calls) set it.
                 return IntervalLimit(
                     t0, t1, a.label, PACED, "offered load", limit.utilization, limit.share
                 )
