@@ -64,6 +64,7 @@ from pydantic import Field, model_validator
 
 from flashsim.components.drive import DriveField
 from flashsim.components.pcie import PcieLink
+from flashsim.components.pcie import link_Bps as pcie_link_Bps
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.target import OpKind, PathEntries, StorageTarget, TargetCost
 from flashsim.components.tier import ReadWeights, ScmQlcTier, TierSpec, compressed_fraction
@@ -146,7 +147,7 @@ class TierTargetSpec(TierSpec):
         return self.qlc_drive
 
     def _link_Bps(self) -> float:
-        return self.drive_link.bandwidth_Bps if self.drive_link is not None else math.inf
+        return pcie_link_Bps(self.drive_link)
 
     def _compressed(self) -> float:
         """Compressed over logical size of data of ``data_entropy``."""
