@@ -22,6 +22,7 @@ the encoded 3.94 GB/s, within the 92.8 %.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -89,3 +90,12 @@ class PcieLink(StrictModel):
     def service_s(self, size_B: float) -> float:
         """Time (s) the link is busy moving ``size_B`` bytes in one direction."""
         return size_B / self.bandwidth_Bps
+
+
+def link_Bps(link: PcieLink | None) -> float:
+    """Bytes/s of one direction of a drive's host ``link``; ``inf`` when there is none.
+
+    ``None`` is a link not modelled (a drive behind a SAS fabric, a tier
+    without ``drive_link``): it never binds.
+    """
+    return link.bandwidth_Bps if link is not None else math.inf

@@ -29,6 +29,7 @@ import simpy
 from flashsim.components.drive import Drive
 from flashsim.components.endurance import catch_up
 from flashsim.components.pcie import PcieLink
+from flashsim.components.pcie import link_Bps as pcie_link_Bps
 from flashsim.components.raid import DriveOp, RaidSpec
 from flashsim.components.raid_controller import Controller
 from flashsim.components.rebuild import DegradedState, RebuildTraffic
@@ -414,7 +415,7 @@ def build_target(
     """
     flows = sim.flows
     env = sim.env
-    link_Bps = drive_link.bandwidth_Bps if drive_link is not None else math.inf
+    link_Bps = pcie_link_Bps(drive_link)
     target = RaidTarget(
         name=name,
         drive=drive,

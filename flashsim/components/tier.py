@@ -625,14 +625,14 @@ class ScmQlcTier:
         width = self.stripe_width(c)
         live = self._scm_live()
         path: list[tuple[Resource, float]] = [(r, 1.0 / len(live)) for r in live]
-        per_byte_qlc = c * width / (width - self.spec.ec_parity) * self.qlc_write_cost
+        phys = c * width / (width - self.spec.ec_parity)  # physical QLC bytes per logical byte
+        per_byte_qlc = phys * self.qlc_write_cost
         weights = self._mean_drive_weights(c)
         path += [(r, per_byte_qlc * w) for r, w in zip(self.qlc, weights, strict=True) if w > 0]
         links = self._scm_links_live()
         if links:
             path += [(up, 1.0 / len(links)) for up, _ in links]
         if self.qlc_links:
-            phys = c * width / (width - self.spec.ec_parity)
             path += [
                 (down, phys * w)
                 for (_, down), w in zip(self.qlc_links, weights, strict=True)

@@ -24,7 +24,6 @@ works on the same object.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,6 +33,7 @@ import numpy.typing as npt
 import simpy
 
 from flashsim.components.endurance import catch_up
+from flashsim.components.pcie import link_Bps as pcie_link_Bps
 from flashsim.components.ssd import SsdSpec, SsdState
 from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
@@ -218,7 +218,7 @@ def build_tier_drives(
         resource name.
     """
     flows = sim.flows
-    link_Bps = drive_link.bandwidth_Bps if drive_link is not None else math.inf
+    link_Bps = pcie_link_Bps(drive_link)
     drives = TierDrives(
         sim=sim,
         scm_spec=scm_spec,

@@ -64,6 +64,7 @@ from pydantic import Field, model_validator
 
 from flashsim.components.drive import DriveField
 from flashsim.components.pcie import PcieLink
+from flashsim.components.pcie import link_Bps as pcie_link_Bps
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.target import OpKind, PathEntries, StorageTarget, TargetCost
 from flashsim.components.tier import ReadWeights, ScmQlcTier, TierSpec, compressed_fraction
@@ -146,7 +147,19 @@ class TierTargetSpec(TierSpec):
         return self.qlc_drive
 
     def _link_Bps(self) -> float:
-        return self.drive_link.bandwidth_Bps if self.drive_link is not None else math.inf
+        return pcie_link_Bps(self.drive_link)
+
+    def _scm_write_each_Bps(self) -> float:
+        """Bytes/s one SCM drive writes at ``scm_write_efficiency``, held to its link."""
+        return min(float(self.scm.write_bandwidth) * self.scm_write_efficiency, self._link_Bps())
+
+    def _scm_read_each_Bps(self) -> float:
+        """Bytes/s one SCM drive reads at ``scm_read_efficiency``, held to its link."""
+        return min(float(self.scm.read_bandwidth) * self.scm_read_efficiency, self._link_Bps())
+
+    def _qlc_read_each_Bps(self) -> float:
+        """Physical bytes/s one QLC drive reads, held to its link."""
+        return min(float(self.qlc.read_bandwidth), self._link_Bps())
 
     def _compressed(self) -> float:
         """Compressed over logical size of data of ``data_entropy``."""
@@ -210,21 +223,19 @@ class TierTargetSpec(TierSpec):
         :meth:`scm_read_Bps` each medium alone).
         """
         if op == "write":
-            per = min(float(self.scm.write_bandwidth) * self.scm_write_efficiency, self._link_Bps())
-            return self.scm_drives * per / self.scm_copies
+            return self.scm_drives * self._scm_write_each_Bps() / self.scm_copies
         return self.qlc_read_Bps() + self.scm_read_Bps()
 
     def qlc_read_Bps(self) -> float:
         """Logical bytes/s one target reads of data on QLC (see :meth:`peak_Bps`)."""
         n = self._read_drives()
-        bw = n * min(float(self.qlc.read_bandwidth), self._link_Bps()) / self._compressed()
+        bw = n * self._qlc_read_each_Bps() / self._compressed()
         ops = n * self.qlc.iops("read") * float(self.read_chunk)
         return min(bw, ops)
 
     def scm_read_Bps(self) -> float:
         """Bytes/s one target reads of data still in its SCM buffer (links included)."""
-        per = float(self.scm.read_bandwidth) * self.scm_read_efficiency
-        return self.scm_drives * min(per, self._link_Bps())
+        return self.scm_drives * self._scm_read_each_Bps()
 
     def peak_iops(self, op: OpKind, size_B: float = 4096.0) -> float:
         """Datasheet operations/s of one target for ``size_B`` operations.
@@ -234,18 +245,16 @@ class TierTargetSpec(TierSpec):
         operation of ``c * size_B`` physical bytes on the drives the data
         spreads over, plus the SCM drives' reads of buffered data at once.
         """
-        link = self._link_Bps()
         if op == "write":
-            scm = self.scm
-            bw = min(float(scm.write_bandwidth) * self.scm_write_efficiency, link)
-            each = min(scm.iops("write"), bw / size_B)
+            each = min(self.scm.iops("write"), self._scm_write_each_Bps() / size_B)
             return self.scm_drives * each / self.scm_copies
         qlc, scm = self.qlc, self.scm
         phys = self._compressed() * size_B
-        each = min(qlc.iops("read"), min(float(qlc.read_bandwidth), link) / phys)
+        each = min(qlc.iops("read"), self._qlc_read_each_Bps() / phys)
         # Reads of buffered data at the same time, on the SCM drives (as peak_Bps).
-        scm_bw = min(float(scm.read_bandwidth) * self.scm_read_efficiency, link)
-        scm_each = min(scm.iops("read") * self.scm_read_efficiency, scm_bw / size_B)
+        scm_each = min(
+            scm.iops("read") * self.scm_read_efficiency, self._scm_read_each_Bps() / size_B
+        )
         return self._read_drives() * each + self.scm_drives * scm_each
 
     def drive_count(self) -> int:
