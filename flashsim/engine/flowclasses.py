@@ -196,16 +196,6 @@ class FlowClass:
         self.advance(now_s)
         self.mu = mu
 
-    def top_tag(self, gens: list[int]) -> tuple[float, int] | None:
-        """The smallest live virtual finish tag and its slot (stale entries dropped)."""
-        tags = self.tags
-        while tags:
-            tag, gen, slot = tags[0]
-            if gens[slot] == gen:
-                return tag, slot
-            heapq.heappop(tags)
-        return None
-
     def min_threshold(self, con_ver: list[int]) -> tuple[float, int]:
         """The lowest live threshold level and its constraint (``(inf, 0)`` if none)."""
         if self.thr_lazy is not None:
@@ -220,13 +210,6 @@ class FlowClass:
                 return level, con
             heapq.heappop(thr)
         return float("inf"), 0
-
-    def next_completion_s(self, gens: list[int]) -> float:
-        """Simulated time (s) at which the first member completes at the current level."""
-        top = self.top_tag(gens)
-        if top is None or self.mu <= 0.0:
-            return float("inf")
-        return self.t_s + max(top[0] - self.vtime, 0.0) / self.mu
 
 
 class ClassLayer(FlowState):
