@@ -924,8 +924,9 @@ class _FlowRank:
             elif stage == _HEAD:  # woken by the head's end
                 # its bytes have crossed the servers now (as _mark_server_end)
                 times.server_end_s[k] = env.now - t0
-            access, stream = self.access, self.stream
-            assert access is not None and stream is not None
+            held_access, held_stream = self.access, self.stream
+            assert held_access is not None and held_stream is not None
+            access, stream = held_access, held_stream  # (typed Access, RankStream above)
             size = self.size_B
             if stage == _DRAIN:  # (a write's: reads start their head at _ISSUE)
                 dirty = self.dirty
