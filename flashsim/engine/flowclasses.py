@@ -101,6 +101,12 @@ GUARD_MARGIN = 1.0 - 1e-12
 #: checked directly when the class rises, not by a threshold entry (see FlowClass.near).
 NEAR_RTOL = 1e-6
 
+#: A class's guard or threshold heap is compacted to its live entries when it holds more
+#: than this many entries per segment or constraint it uses, plus :data:`HEAP_SLACK_MIN`
+#: (a tuning choice: compaction costs a pass over the heap, stale entries a heap level).
+HEAP_SLACK_PER_ENTRY = 4
+HEAP_SLACK_MIN = 64
+
 #: A flow's fixed description: own constraints and coefficients, priority, level
 #: cap (bytes/s per unit priority), size (B), and (segment, weight) pairs.
 FlowSpec = tuple[
@@ -196,16 +202,6 @@ class FlowClass:
         self.advance(now_s)
         self.mu = mu
 
-    def top_tag(self, gens: list[int]) -> tuple[float, int] | None:
-        """The smallest live virtual finish tag and its slot (stale entries dropped)."""
-        tags = self.tags
-        while tags:
-            tag, gen, slot = tags[0]
-            if gens[slot] == gen:
-                return tag, slot
-            heapq.heappop(tags)
-        return None
-
     def min_threshold(self, con_ver: list[int]) -> tuple[float, int]:
         """The lowest live threshold level and its constraint (``(inf, 0)`` if none)."""
         if self.thr_lazy is not None:
@@ -220,13 +216,6 @@ class FlowClass:
                 return level, con
             heapq.heappop(thr)
         return float("inf"), 0
-
-    def next_completion_s(self, gens: list[int]) -> float:
-        """Simulated time (s) at which the first member completes at the current level."""
-        top = self.top_tag(gens)
-        if top is None or self.mu <= 0.0:
-            return float("inf")
-        return self.t_s + max(top[0] - self.vtime, 0.0) / self.mu
 
 
 class ClassLayer(FlowState):
@@ -1129,7 +1118,7 @@ class ClassLayer(FlowState):
             # A margin of many rounding steps: below the entry's level, mu * segw <= limit.
             heapq.heappush(guard, (limit / c.segw[g] * GUARD_MARGIN, g, stamps[g]))
             unguarded.discard(g)
-        if len(guard) > 4 * len(c.segw) + 64:
+        if len(guard) > HEAP_SLACK_PER_ENTRY * len(c.segw) + HEAP_SLACK_MIN:
             live = [e for e in guard if stamps[e[1]] == e[2] and e[1] in c.segw]
             heapq.heapify(live)
             c.sguard = live
@@ -1217,7 +1206,7 @@ class ClassLayer(FlowState):
                     c.near.discard(k)
                     thr = c.thr
                     heapq.heappush(thr, (c.mu + (limit - load) / w, k, ver))
-                    if len(thr) > 4 * len(c.w) + 64:
+                    if len(thr) > HEAP_SLACK_PER_ENTRY * len(c.w) + HEAP_SLACK_MIN:
                         self._drop_stale_thresholds(c)
             return True
         movers = [self._classes[cid] for cid in mover_ids]

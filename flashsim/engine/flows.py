@@ -741,7 +741,7 @@ class FlowNetwork(ClassLayer):
             c = classes.get(cid)
             if c is None:
                 continue
-            # c.next_completion_s(gens), inline: its first live tag (stale ones dropped)
+            # the class's next completion (s): its first live tag (stale ones dropped)
             tags = c.tags
             while tags:
                 tag, gen, slot = tags[0]
@@ -760,19 +760,9 @@ class FlowNetwork(ClassLayer):
         for listener in self._rate_listeners:
             listener()
 
-    def _next_event(self) -> tuple[float, FlowClass] | None:
-        events = self._events
-        while events:
-            t, cid, ver = events[0]
-            c = self._classes.get(cid)
-            if c is not None and c.ver == ver:
-                return t, c
-            heapq.heappop(events)
-        return None
-
     def _reschedule_completion(self) -> None:
         self._timer_event = None
-        # self._next_event(), inline: the first live entry (stale ones dropped)
+        # the next completion: the first live entry (stale ones dropped)
         events = self._events
         classes = self._classes
         while events:
@@ -801,7 +791,7 @@ class FlowNetwork(ClassLayer):
         gens = self._gen
         specs = self._spec
         while True:
-            # c.top_tag(gens), inline: the first live tag (stale ones dropped)
+            # the first live tag (stale ones dropped)
             while tags:
                 tag, gen, slot = tags[0]
                 if gens[slot] == gen:
@@ -815,7 +805,7 @@ class FlowNetwork(ClassLayer):
             if remaining > max(spec[4] * COMPLETION_RTOL, spec[2] * slack):
                 if due:
                     return due
-                # c.next_completion_s(gens) > now, inline (the same live top tag)
+                # not due now: its completion time (s) from the same live top tag
                 mu = c.mu
                 if mu <= 0.0 or c.t_s + max(tag - c.vtime, 0.0) / mu > now:
                     return due
@@ -830,7 +820,7 @@ class FlowNetwork(ClassLayer):
         due_by = now + TIME_RTOL * max(now, 1.0)
         dirty = self._dirty
         while events:
-            # self._next_event(), inline: the first live entry (stale ones dropped)
+            # the next completion: the first live entry (stale ones dropped)
             t, cid, ver = events[0]
             c = classes.get(cid)
             if c is None or c.ver != ver:

@@ -913,16 +913,11 @@ class _FlowRank:
                     # the head.
                     self.budget_B = 0.0
                     self.behind_B = 0.0
-                    at_once = self.timed and self.flows.nothing_else_due()
-                    head = self.engine._start(
-                        times, self.rank, k, t0, access, stream, size, at_once, True
-                    )
-                    self.stage = _HEAD
-                    self.flows.when_done(head, self._head_ended)
+                    self._start_head(k, access, stream, size)
                     return
                 # write-back: a write waits only until its bytes fit in the dirty budget
-                # (a read does not wait for the rank's write-back)
-                self.budget_B = stream.write_behind_B if access.write else 0.0
+                # (a read does not wait for the rank's write-back; it never gets here)
+                self.budget_B = stream.write_behind_B
                 self.stage = stage = _DRAIN
             elif stage == _DRAIN:  # woken by the oldest write-back's end
                 self.dirty_B -= self.waited_B
@@ -931,11 +926,11 @@ class _FlowRank:
                 times.server_end_s[k] = env.now - t0
             held_access, held_stream = self.access, self.stream
             assert held_access is not None and held_stream is not None
-            access, stream = held_access, held_stream
+            access, stream = held_access, held_stream  # (typed Access, RankStream above)
             size = self.size_B
-            if stage == _DRAIN:
+            if stage == _DRAIN:  # (a write's: reads start their head at _ISSUE)
                 dirty = self.dirty
-                while access.write and dirty and self.dirty_B + size > self.budget_B:
+                while dirty and self.dirty_B + size > self.budget_B:
                     oldest, its_B = dirty.popleft()
                     if not oldest.done.triggered:
                         self.waited_B = its_B
@@ -946,14 +941,7 @@ class _FlowRank:
                 # has reached the servers (IOR's write-behind); the rest drains
                 self.behind_B = behind = min(size, self.budget_B)
                 if size > behind:
-                    # Woken by its own timeout, with nothing else due now, the rank's start
-                    # is this instant's only change: solved at once (one event fewer).
-                    at_once = self.timed and self.flows.nothing_else_due()
-                    head = self.engine._start(
-                        times, self.rank, k, t0, access, stream, size - behind, at_once, True
-                    )
-                    self.stage = _HEAD
-                    self.flows.when_done(head, self._head_ended)
+                    self._start_head(k, access, stream, size - behind)
                     return
             behind = self.behind_B
             if behind > 0:
@@ -964,6 +952,19 @@ class _FlowRank:
             times.end_s[k] = env.now - t0
             self.i = i + 1
             self.stage = _GAP
+
+    def _start_head(self, k: int, access: Access, stream: RankStream, size_B: float) -> None:
+        """Start the head (``size_B`` bytes, B) of transfer ``k`` and wait for its end.
+
+        Woken by its own timeout, with nothing else due now, the rank's start is
+        this instant's only change: solved at once (one event fewer).
+        """
+        at_once = self.timed and self.flows.nothing_else_due()
+        head = self.engine._start(
+            self.times, self.rank, k, self.t0, access, stream, size_B, at_once, True
+        )
+        self.stage = _HEAD
+        self.flows.when_done(head, self._head_ended)
 
     def _head_ended(self, _flow: Flow) -> None:
         """The head of the call's bytes has crossed the servers."""
