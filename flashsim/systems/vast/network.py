@@ -352,12 +352,6 @@ class VastNetwork:
             per_byte = self._per_byte[key] = fabric.minimal_service_s(src, dst, 1.0)
         return size_B * per_byte
 
-    def cross(
-        self, fabric: Fabric, src: str, dst: str, size_B: float, rng: np.random.Generator
-    ) -> Generator[simpy.Event, Any, None]:
-        """Visit the bundle queues of a route chosen now (when the data reaches the fabric)."""
-        yield from fabric.cross(src, dst, size_B, rng)
-
     def front_service_s(self, src: str, dst: str, size_B: float) -> float:
         """Zero-load service (s) of ``size_B`` bytes from ``src`` to ``dst`` on the client side.
 
