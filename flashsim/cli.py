@@ -13,7 +13,6 @@ inside its body, so ``flashsim --help`` starts at once (tests/test_imports.py).
 from __future__ import annotations
 
 import json
-import math
 import sys
 import traceback
 import warnings
@@ -113,18 +112,6 @@ def _overrides(pairs: Sequence[str]) -> dict[str, str]:
 
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, indent=2, allow_nan=False, default=_json_default)
-
-
-def _finite(obj: Any) -> Any:
-    """``obj`` with every infinite or NaN float as ``None`` (JSON has neither): a layer with
-    no bound (a fabric of unknown bandwidth, one fat-tree leaf) or a peak that is not defined."""
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def _json_default(value: Any) -> Any:
@@ -720,12 +707,14 @@ def describe(model: Path, as_json: bool, sets: Sequence[str]) -> None:
     """Component counts and each layer's theoretical peak; names the bottleneck."""
     from flashsim.config import model_overrides
     from flashsim.measure.report import format_description
+    from flashsim.measure.results import jsonable
     from flashsim.scenario import load_system_model
 
     loaded = load_system_model(model, model_overrides(_overrides(sets)))
     description = loaded.kind.describe(loaded.model)
     if as_json:
-        click.echo(_dumps(_finite(description.to_dict())))
+        # JSON has no inf or NaN: a layer with no bound, a peak not defined -> null
+        click.echo(_dumps(jsonable(description.to_dict())))
     else:
         click.echo(format_description(description))
 

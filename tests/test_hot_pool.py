@@ -105,6 +105,7 @@ def test_the_hot_pool_describes_its_tier_targets() -> None:
     loaded = load_system_model(MODEL)
     desc = loaded.kind.describe(loaded.model)
     assert desc.bottlenecks["system write_Bps"] and desc.bottlenecks["system read_Bps"]
+    # 274 OSTs x 9 QLC drives of 15.36 TB (D5-P4326, seed 002 Sec. II-A), EC 7+2 (the model file)
     assert math.isclose(desc.derived["usable_capacity_B"], 274 * 9 * 15.36e12 * 7 / 9, rel_tol=1e-9)
 
 
@@ -146,5 +147,6 @@ def test_the_readme_command_runs_every_phase_within_describe() -> None:
         assert 0 < phases[name]["bandwidth_Bps"] <= derived[f"system_{op}_Bps_peak"] * (1 + 1e-9)
     # Aged data is read from the 9 QLC drives of every OST, fresh data from the 3 SCM drives.
     assert phases["fpp-read-aged"]["bandwidth_Bps"] > 2.0 * phases["fpp-read"]["bandwidth_Bps"]
-    # Random 4 KiB writes land in SCM: no RAID read-modify-write bounds them (Perlmutter: 28.8k).
+    # Random 4 KiB writes land in SCM: no RAID read-modify-write bounds them (Perlmutter's
+    # one OST: 28.8 kIOPS, seed 000 Table I, record perlmutter-table1-write-iops).
     assert phases["write-iops"]["iops"] > 10 * 28.8e3

@@ -213,8 +213,8 @@ class PhaseResult:
         """The ``--json`` record: SI values plus ``bandwidth_GBps`` (1 GB = 1e9 B)."""
         out = asdict(self)
         out["bandwidth_GBps"] = self.bandwidth_Bps / 1e9
-        out["extra"] = {k: _jsonable(v) for k, v in self.extra.to_dict().items()}
-        return {k: _jsonable(v) for k, v in out.items()}
+        out["extra"] = {k: jsonable(v) for k, v in self.extra.to_dict().items()}
+        return {k: jsonable(v) for k, v in out.items()}
 
     def details(self, kind: type[DetailsT]) -> DetailsT:
         """``extra`` as a ``kind`` record; ``TypeError`` when the phase produced another kind."""
@@ -226,16 +226,16 @@ class PhaseResult:
         return self.extra
 
 
-def _jsonable(value: Any) -> Any:
+def jsonable(value: Any) -> Any:
     """A JSON-able copy: arrays as lists, non-finite floats (at any depth) as ``None``."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if hasattr(value, "tolist"):
-        return _jsonable(value.tolist())
+        return jsonable(value.tolist())
     if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
+        return {k: jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [jsonable(v) for v in value]
     return value
 
 
@@ -284,7 +284,7 @@ class TimelineSample:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form: ``time_s``, ``label``, ``event`` and the state's fields, flat."""
-        state = {k: _jsonable(v) for k, v in self.state.items() if k != "time_s"}
+        state = {k: jsonable(v) for k, v in self.state.items() if k != "time_s"}
         return {"time_s": self.time_s, "label": self.label, "event": self.event, **state}
 
 
@@ -326,7 +326,7 @@ class BandwidthSample:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (field names as keys; non-finite floats as ``None``)."""
-        return {k: _jsonable(v) for k, v in asdict(self).items()}
+        return {k: jsonable(v) for k, v in asdict(self).items()}
 
 
 #: A field :meth:`RunResult.field` did not find.

@@ -26,6 +26,8 @@ def _op_note(ops: list[DriveOp]) -> str:
     return " + ".join(parts) if parts else "nothing"
 
 
+#: Size of the small random I/O the IOPS rows are quoted at, B: a 4 KiB page (the
+#: ``size_B`` default of the targets' ``peak_iops``).
 PAGE_B = 4096.0
 
 
@@ -35,8 +37,7 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
     drive = spec.drive
     raid = spec.raid
     n = spec.drives * oss.targets_per_server
-    page = PAGE_B
-    rmw = raid.write_ops(page)
+    rmw = raid.write_ops(PAGE_B)
     # Drive time of one 4 KiB read-modify-write: each drive operation holds the
     # busier of its command units and its data path.
     drive_time_rmw = sum(
@@ -53,8 +54,8 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
             n * scale,
             raw_r,
             raw_w,
-            n * drive.random_iops_ceiling("read", page) * scale,
-            n * drive.random_iops_ceiling("write", page) * scale,
+            n * drive.random_iops_ceiling("read", PAGE_B) * scale,
+            n * drive.random_iops_ceiling("write", PAGE_B) * scale,
             f"{n} x {drive.name} per OSS (datasheet)",
         )
     )
@@ -65,7 +66,7 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
             n * scale,
             raw_r,
             raw_w / raid.full_stripe_write_weight(),
-            n * drive.random_iops_ceiling("read", page) * scale,
+            n * drive.random_iops_ceiling("read", PAGE_B) * scale,
             n * scale / max(drive_time_rmw, 1e-30),
             f"{raid.label(spec.drives)}: writes x"
             f"{raid.full_stripe_write_weight():.3g}, 4 KiB write = {_op_note(rmw)}",
@@ -167,7 +168,6 @@ def describe_model(model: LustreModel) -> Description:
     spec = oss.target_spec()
     n = spec.drive_count() * oss.targets_per_server
     rpc = model.client.lustre.rpc_size
-    page = PAGE_B
     layers: list[LayerPeak] = []
 
     def both(scope: str, scale: int) -> None:
@@ -274,11 +274,11 @@ def describe_model(model: LustreModel) -> Description:
     }
     if oss.tier is not None:
         derived["ost_write_buffer_B"] = float(oss.tier.write_buffer)
-    if oss.tier is None:
+    else:
         raid_spec = oss.raid_target_spec()
         drive = raid_spec.drive
         dpt = raid_spec.drives
-        derived["ost_random_read_iops_ceiling"] = dpt * drive.random_iops_ceiling("read", page)
+        derived["ost_random_read_iops_ceiling"] = dpt * drive.random_iops_ceiling("read", PAGE_B)
         derived["ost_random_read_iops_full_seek"] = dpt * drive.iops("read")
         if oss.aging is not None and isinstance(drive, SsdSpec):
             written = (dpt - raid_spec.raid.spares) / dpt

@@ -192,6 +192,7 @@ class LustreIor(LustreCore):
                 float(self.model.client.lustre.stripe_size),
             )
         for r in range(phase.ranks):
+            obj = self.ior_object(phase, r)  # a shared file's object is the file itself
             stream, ctx = self.access_stream(
                 phase.node_of(r),
                 tuple(self._targets(phase, r)),
@@ -201,9 +202,9 @@ class LustreIor(LustreCore):
                 phase.direct_io,
                 phase.ranks_per_node,
                 cache,
-                lock_file=None if phase.file_per_process else f"ior:{phase.dataset or phase.name}",
+                lock_file=None if phase.file_per_process else obj,
                 write_conflict=conflict,
-                obj=self.ior_object(phase, r),
+                obj=obj,
             )
             self._ranks.append(ctx)
             streams.append(stream)

@@ -70,12 +70,12 @@ import numpy as np
 import simpy
 
 from flashsim.components.tier import ReadWeights
+from flashsim.components.tier_drives import ReadPicks, read_picks
 from flashsim.config import warn
 from flashsim.engine.flows import Flow
 from flashsim.engine.simulation import Simulation
 from flashsim.systems.base import Fidelity
 from flashsim.systems.vast.model import VastModel
-from flashsim.systems.vast.request import ReadPicks
 from flashsim.systems.vast.streams import CapCache, VastStreams
 from flashsim.workloads.darshan import DarshanPhase
 from flashsim.workloads.ior import RankStream
@@ -134,7 +134,7 @@ class VastJobs(VastStreams, JobTargetDefaults):
         where = None
         if not access.write:
             where = self.job_read_weights(self.job_object(access))
-            self._job_picks[access] = self.read_picks(where)
+            self._job_picks[access] = read_picks(where)
         return self.access_stream(
             access.node,
             access.write,

@@ -160,6 +160,7 @@ class VastNetwork:
         self._front_ports: dict[
             tuple[int, tuple[int, ...], bool], tuple[tuple[Entry, ...], tuple[Entry, ...]]
         ] = {}
+        # The NVMe fabric routes statically (no plan): its entries depend on the arguments only.
         self._route_cache: dict[tuple[tuple[int, ...], bool, bytes], tuple[Entry, ...]] = {}
         self._migration_cache: dict[tuple[bytes, bytes], tuple[Entry, ...]] = {}
         self._front_rtt: dict[tuple[int, tuple[int, ...]], float] = {}
@@ -167,8 +168,6 @@ class VastNetwork:
         self._back_rtt_s = self.back.latency_s(
             self.cnodes[0], self.dnodes[0]
         ) + self.back.latency_s(self.dnodes[0], self.cnodes[0])
-        # The NVMe fabric routes statically (no plan): its entries depend on the arguments only.
-        self._back_cache: dict[tuple[tuple[int, ...], bool, bytes], tuple[Entry, ...]] = {}
 
     # ------------------------------------------------------------- client side
     def plan(self, demands_Bps: Demands) -> None:
@@ -235,15 +234,10 @@ class VastNetwork:
 
         ``dnode_weights[d]`` is the bytes per user byte to or from DNode ``d``;
         pairs in the same group pair share one route computation (a switch
-        fabric is one group: one entry weighing ``sum(dnode_weights)``).
+        fabric is one group: one entry weighing ``sum(dnode_weights)``).  Not kept:
+        :meth:`back_route`, its one caller, keeps what it builds.
         """
         weights = np.asarray(dnode_weights, dtype=float)
-        key = (tuple(cnodes), to_dnodes, weights.tobytes())
-        cached = self._back_cache.get(key)
-        if cached is not None:
-            return list(cached)
-        if len(self._back_cache) >= _BACK_CACHE_SIZE:
-            self._back_cache.clear()
         by_group: dict[tuple[int, int], float] = {}
         groups_c: dict[int, int] = {}
         for c in cnodes:
@@ -265,7 +259,6 @@ class VastNetwork:
             if share > 0
             for e in self.back.group_path(a, b, share)
         )
-        self._back_cache[key] = tuple(entries)
         return entries
 
     def back_route(
@@ -351,12 +344,6 @@ class VastNetwork:
         if per_byte is None:
             per_byte = self._per_byte[key] = fabric.minimal_service_s(src, dst, 1.0)
         return size_B * per_byte
-
-    def cross(
-        self, fabric: Fabric, src: str, dst: str, size_B: float, rng: np.random.Generator
-    ) -> Generator[simpy.Event, Any, None]:
-        """Visit the bundle queues of a route chosen now (when the data reaches the fabric)."""
-        yield from fabric.cross(src, dst, size_B, rng)
 
     def front_service_s(self, src: str, dst: str, size_B: float) -> float:
         """Zero-load service (s) of ``size_B`` bytes from ``src`` to ``dst`` on the client side.

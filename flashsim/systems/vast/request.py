@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 import simpy
 
-from flashsim.components.tier import ReadWeights
 from flashsim.components.tier_drives import (
     DriveQueues,
     Medium,
@@ -104,7 +103,7 @@ class VastRequests(VastTopology):
         picks : tuple or None
             ``None`` for a write (O_DIRECT: committed to the SCM buffer when
             acknowledged); for a read, where its bytes live
-            (:meth:`read_picks`).
+            (:func:`~flashsim.components.tier_drives.read_picks`).
         copy : tuple or None
             A sequential buffered read's copy stage: the reader's copy queue
             (one server; ``None``: a plain delay) and the seconds the process
@@ -229,13 +228,8 @@ class VastRequests(VastTopology):
         self.drives.record_replica(drive, size_B, self.model.tier.scm_copies)
 
     def _read_picks(self, obj: str) -> ReadPicks:
-        """:meth:`read_picks` of where ``obj``'s bytes live now."""
-        return self.read_picks(self.tier.read_weights(obj))
-
-    @staticmethod
-    def read_picks(where: ReadWeights) -> ReadPicks:
-        """:func:`~flashsim.components.tier_drives.read_picks` (for the kind's callers)."""
-        return read_picks(where)
+        """:func:`~flashsim.components.tier_drives.read_picks` of where ``obj``'s bytes live now."""
+        return read_picks(self.tier.read_weights(obj))
 
     def _drive_queues(self) -> dict[Medium, list[DriveQueues]]:
         """Request-fidelity queues of the drives (:meth:`TierDrives.queues
