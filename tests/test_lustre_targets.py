@@ -219,6 +219,18 @@ def flashsim_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def describe_error(tmp_path: Path, text: str) -> str:
+    """``flashsim describe`` of a model written from ``text``: exit 2 and one ``error:`` line."""
+    path = tmp_path / "m.toml"
+    path.write_text(text)
+    proc = flashsim_cli("describe", str(path))
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
+    assert "Traceback" not in proc.stderr
+    return lines[0]
+
+
 @pytest.mark.parametrize(
     ("extra", "key", "words"),
     [
@@ -238,35 +250,19 @@ def test_tier_with_raid_keys_is_one_error_line(
         "targets_per_server = 1\n"
         + extra.replace("DRIVE", (DRIVES / "samsung-pm1733-15.36TB.toml").as_posix()),
     )
-    path = tmp_path / "m.toml"
-    path.write_text(text)
-    proc = flashsim_cli("describe", str(path))
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
-    assert key in lines[0] and words in lines[0], lines[0]
-    assert "Traceback" not in proc.stderr
+    line = describe_error(tmp_path, text)
+    assert key in line and words in line, line
 
 
 def test_neither_tier_nor_raid_keys_is_one_error_line(tmp_path: Path) -> None:
     text = model_text("raid6-ssd").replace("drives_per_target = 10\n", "")
-    path = tmp_path / "m.toml"
-    path.write_text(text)
-    proc = flashsim_cli("describe", str(path))
-    assert proc.returncode == 2
-    line = proc.stderr.strip()
-    assert line.startswith("error:") and "\n" not in line, proc.stderr
+    line = describe_error(tmp_path, text)
     assert "drives_per_target" in line and "tier" in line, line
 
 
 def test_bad_tier_value_names_the_key(tmp_path: Path) -> None:
     text = model_text("tier").replace("ec_data = 8\n", "ec_data = 11\n")
-    path = tmp_path / "m.toml"
-    path.write_text(text)
-    proc = flashsim_cli("describe", str(path))
-    assert proc.returncode == 2
-    line = proc.stderr.strip()
-    assert line.startswith("error:") and "\n" not in line, proc.stderr
+    line = describe_error(tmp_path, text)
     assert "oss.tier.ec_data" in line, line
 
 
