@@ -265,7 +265,8 @@ class ClassLayer(FlowState):
         # Bumped whenever a segment's guard entries go stale (see _guard_segments).
         self._seg_stamp: list[int] = []
         # Per-slot class bookkeeping (grown with the slot arrays).
-        self._cls = np.zeros(0, dtype=np.int64)
+        # (Lists, as _gen and _tag: read and written one entry per join and leave.)
+        self._cls: list[int] = []
         self._gen: list[int] = []
         self._tag: list[float] = []
         self._spec: list[FlowSpec | None] = []
@@ -310,7 +311,7 @@ class ClassLayer(FlowState):
         self._lone_stamp = np.concatenate([self._lone_stamp, np.zeros(grow, dtype=np.int64)])
 
     def _on_new_slots(self, extra: int) -> None:
-        self._cls = np.concatenate([self._cls, np.full(extra, -1, dtype=np.int64)])
+        self._cls.extend([-1] * extra)
         self._gen.extend([0] * extra)
         self._tag.extend([0.0] * extra)
         self._spec.extend([None] * extra)
@@ -378,6 +379,11 @@ class ClassLayer(FlowState):
             found.update(self._seg_cls[g])
         return found
 
+    def _cls_of(self, slots: IntArray) -> IntArray:
+        """The classes of flows ``slots`` (-1: in none), as an array."""
+        cls = self._cls
+        return np.array([cls[s] for s in slots.tolist()], dtype=np.int64)
+
     def _load(self, k: int) -> float:
         """Current load of constraint ``k`` (its unit per second), from the classes."""
         classes = self._classes
@@ -413,7 +419,7 @@ class ClassLayer(FlowState):
         n = self._n_cons
         vt = self._class_clocks_now()
         active = np.flatnonzero(self._active)
-        cls = self._cls[active]
+        cls = self._cls_of(active)
         slots = active[cls >= 0]
         per_flow = self._priority[slots] * vt[cls[cls >= 0]]
         pc = self._path_con[slots]
@@ -718,12 +724,11 @@ class ClassLayer(FlowState):
         else:
             del self._cap_class[c.cap_level]
 
-    def _join(self, slot: int, c: FlowClass, remaining_B: float) -> None:
-        """Put a flow with ``remaining_B`` bytes to move into class ``c``."""
+    def _join(self, slot: int, c: FlowClass, remaining_B: float, now: float) -> None:
+        """Put a flow with ``remaining_B`` bytes to move into class ``c`` at time ``now`` (s)."""
         spec = self._spec[slot]
         assert spec is not None
         cons, coefs, prio, level_cap, _size, segs = spec
-        now = self.env.now
         if now > c.t_s:  # c.advance(now), inline
             c.vtime += c.mu * (now - c.t_s)
             c.t_s = now
@@ -804,13 +809,12 @@ class ClassLayer(FlowState):
         c.ver += 1  # self._mark_dirty(c), inline
         self._dirty.add(c.cid)
 
-    def _leave(self, slot: int) -> float:
-        """Take a flow out of its class; return its remaining bytes."""
+    def _leave(self, slot: int, now: float) -> float:
+        """Take a flow out of its class at time ``now`` (s); return its remaining bytes."""
         spec = self._spec[slot]
         assert spec is not None
         cons, coefs, prio, _cap, _size, segs = spec
-        c = self._classes[int(self._cls[slot])]
-        now = self.env.now
+        c = self._classes[self._cls[slot]]
         if now > c.t_s:  # c.advance(now), inline
             c.vtime += c.mu * (now - c.t_s)
             c.t_s = now
@@ -881,11 +885,12 @@ class ClassLayer(FlowState):
         self._dirty.add(c.cid)
         if not c.members:
             self._drop_class(c)
-        return max(remaining, 0.0)
+        return 0.0 if remaining < 0.0 else remaining  # (max(remaining, 0.0), inline)
 
     # ------------------------------------------------------------ class fast path
-    def _fast_update(self, new: list[int]) -> bool:
-        """Apply the pending changes at class level; False if the structure changed.
+    def _fast_update(self, new: list[int], now: float) -> bool:
+        """Apply the pending changes at class level (at time ``now``, s); False if the
+        structure changed.
 
         On False every tentative change is undone: the classes describe the
         allocation before the change (minus released flows), ready for the
@@ -930,7 +935,7 @@ class ClassLayer(FlowState):
             else:
                 deferred.append(slot)  # a new bottleneck among other flows, or its cap
                 continue
-            self._join(slot, c, spec[4])
+            self._join(slot, c, spec[4], now)
             joined.append(slot)
         if deferred:
             placed = self._new_bottlenecks(deferred)
@@ -950,7 +955,7 @@ class ClassLayer(FlowState):
                             created.add(c.cid)
                     else:
                         c = self._cap_class_for(spec[3])
-                    self._join(slot, c, spec[4])
+                    self._join(slot, c, spec[4], now)
                     joined.append(slot)
         if ok:
             seeds = {con_class[k] for k in self._touched if con_class[k] >= 0}
@@ -958,7 +963,7 @@ class ClassLayer(FlowState):
             for g in self._touched_segs:
                 if seg_bott[g]:
                     seeds.update(con_class[k] for k in seg_bott[g])
-            ok = self._update_levels(seeds, changed)
+            ok = self._update_levels(seeds, changed, now)
         if ok:
             # As `with self._levels_fixed()`, without a context manager on every event.
             outer = self._rate_memo
@@ -973,7 +978,7 @@ class ClassLayer(FlowState):
                 if cid in classes:
                     self._set_level(classes[cid], mu)
             for slot in joined:
-                self._leave(slot)
+                self._leave(slot, now)
             # Thresholds derived from the tentative levels are re-derived after the repair.
             self._touched.update(self._refreshed)
         return ok
@@ -993,7 +998,7 @@ class ClassLayer(FlowState):
         check = set(old)
         cls = self._cls
         for s in joined:
-            check.add(int(cls[s]))
+            check.add(cls[s])
         tight = self._tight
         if tight:
             refresh = self._refresh_constraint
@@ -1034,7 +1039,7 @@ class ClassLayer(FlowState):
                 segs.update(c.shared)
                 segs.update(c.unguarded)
                 risen.append(c)
-        self.stats["segment_checks"] += len(segs)
+        self._segment_checks += len(segs)
         check_segment = self._check_segment
         seg_cls = self._seg_cls
         seg_bound = self._seg_bound
@@ -1123,8 +1128,10 @@ class ClassLayer(FlowState):
             heapq.heapify(live)
             c.sguard = live
 
-    def _update_levels(self, seeds: set[int], changed: list[tuple[int, float]]) -> bool:
-        """Re-solve the levels of bottleneck classes in level order from ``seeds``.
+    def _update_levels(
+        self, seeds: set[int], changed: list[tuple[int, float]], now: float
+    ) -> bool:
+        """Re-solve the levels of bottleneck classes in level order from ``seeds`` (at ``now``, s).
 
         Appends ``(class, old level)`` to ``changed``; False when two classes
         turn out to depend on each other (a tie), which the repair resolves.
@@ -1161,7 +1168,6 @@ class ClassLayer(FlowState):
                 continue
             changed.append((cid, c.mu))
             # self._set_level(c, mu), inline: advance the clock, then the level
-            now = self.env.now
             if now > c.t_s:
                 c.vtime += c.mu * (now - c.t_s)
                 c.t_s = now
@@ -1270,7 +1276,6 @@ class ClassLayer(FlowState):
         if not mu >= 0.0:
             return False
         classes = self._classes
-        high = mu * (1.0 + LEVEL_RTOL)
         if c.con:
             caps = c.caps  # the least live member cap (stale entries popped) is not below mu
             gens = self._gen
@@ -1299,9 +1304,30 @@ class ClassLayer(FlowState):
                 # Past its threshold or escrow share: re-check the constraint for real.
                 if not self._refresh_constraint(k):
                     return False
-            if c.near and not self._check_near(c):
-                return False
+            near = c.near
+            if near:
+                # _check_near's common case, inline: every one still alone and under.
+                w = c.w
+                con_movers = self._con_movers
+                con_segs = self._con_segs
+                con_class = self._con_class
+                con_fixed = self._con_fixed
+                con_cap = self._cap_f
+                over = 1.0 + SATURATION_RTOL
+                for k in near:
+                    wk = w.get(k)
+                    if (
+                        wk is None
+                        or len(con_movers[k]) != 1
+                        or con_segs[k]
+                        or con_class[k] >= 0
+                        or not con_fixed[k] + mu * wk <= con_cap[k] * over
+                    ):
+                        if not self._check_near(c):
+                            return False
+                        break
             if fell:
+                high = mu * (1.0 + LEVEL_RTOL)
                 for other in self._crossing_classes(c.con):
                     if classes[other].mu > high:
                         return False
@@ -1327,9 +1353,10 @@ class ClassLayer(FlowState):
     def _check_near(self, c: FlowClass) -> bool:
         """Check the constraints of ``c.near`` directly at its level; False if one is over.
 
-        A constraint that is no longer moved by ``c`` alone (or has become a
-        bottleneck, or part of a segment in use) leaves the set: the event
-        that changed it re-derived its thresholds.
+        :meth:`_verify` decides the common case inline (every one still alone and
+        under); this is the rest.  A constraint that is no longer moved by ``c``
+        alone (or has become a bottleneck, or part of a segment in use) leaves the
+        set: the event that changed it re-derived its thresholds.
         """
         mu = c.mu
         w = c.w
@@ -1338,18 +1365,6 @@ class ClassLayer(FlowState):
         con_class = self._con_class
         con_fixed = self._con_fixed
         con_cap = self._cap_f
-        for k in c.near:  # the common case: every one still alone and under
-            wk = w.get(k)
-            if (
-                wk is None
-                or len(con_movers[k]) != 1
-                or con_segs[k]
-                or con_class[k] >= 0
-                or not con_fixed[k] + mu * wk <= con_cap[k] * (1.0 + SATURATION_RTOL)
-            ):
-                break
-        else:
-            return True
         for k in list(c.near):
             wk = w.get(k)
             if wk is None or len(con_movers[k]) != 1 or con_segs[k] or con_class[k] >= 0:
@@ -1386,7 +1401,7 @@ class ClassLayer(FlowState):
         if self._lost_bottlenecks:
             parts.append(np.fromiter(self._lost_bottlenecks, dtype=np.int64))
         if slots.size:
-            cls = self._cls[slots]
+            cls = self._cls_of(slots)
             mu_of = np.zeros(max(self._next_cid, 1))
             for cid in np.unique(cls[cls >= 0]).tolist():
                 mu_of[cid] = self._classes[cid].mu
@@ -1537,6 +1552,7 @@ class ClassLayer(FlowState):
         ``reach_cons``) can have changed level or bottleneck; ``reloaded`` are
         the constraints whose load rose, whose thresholds are re-derived.
         """
+        now = self.env.now
         active = reach_slots[self._active[reach_slots]]
         if active.size == 0:
             return
@@ -1544,7 +1560,7 @@ class ClassLayer(FlowState):
         con_of = np.full(max(self._next_cid, 1), -1, dtype=np.int64)
         for cid, c in self._classes.items():
             con_of[cid] = c.con
-        cur = self._cls[active]
+        cur = self._cls_of(active)
         cur_con = np.where(cur >= 0, con_of[np.maximum(cur, 0)], 0)
         in_cur = self._is_bottleneck(active, cur_con) & (cur_con > 0)
         valid = (cur >= 0) & np.where(cur_con == 0, at_cap, in_cur)
@@ -1563,7 +1579,7 @@ class ClassLayer(FlowState):
         ):
             spec = self._spec[i]
             assert spec is not None
-            remaining = self._leave(i) if self._cls[i] >= 0 else spec[4]
+            remaining = self._leave(i, now) if self._cls[i] >= 0 else spec[4]
             if capped:
                 c = self._cap_class_for(spec[3])
             else:
@@ -1573,7 +1589,7 @@ class ClassLayer(FlowState):
                     if cid >= 0
                     else self._new_class(b, np.inf, float(self._con_max_level[b]))
                 )
-            self._join(i, c, remaining)
+            self._join(i, c, remaining, now)
         # Constraints whose movers changed, or whose load the repair raised, get their
         # thresholds re-derived (a solo constraint has none: its segment's bound holds).
         reloaded = reloaded[~self._solo(reloaded)]
@@ -1597,7 +1613,7 @@ class ClassLayer(FlowState):
         pc = self._path_con[active]
         coef = self._path_coef[active]
         prio = self._priority[active]
-        cls = self._cls[active]
+        cls = self._cls_of(active)
         known = cls >= 0
         # Bytes moved so far and each flow's remaining bytes, from the old classes.
         vt_old = self._class_clocks_now()
@@ -1661,7 +1677,9 @@ class ClassLayer(FlowState):
         gens = np.array(self._gen)
         gens[active] += 1
         self._gen = gens.tolist()
-        self._cls[active] = cid_of
+        cls_all = np.array(self._cls, dtype=np.int64)
+        cls_all[active] = cid_of
+        self._cls = cls_all.tolist()
         self._ledger.join_many(active, cls_con[cid_of])
         tags = remaining / prio
         tag_all = np.array(self._tag)

@@ -387,7 +387,7 @@ class FlowNetwork(ClassLayer):
         """
         vt = self._class_clocks_now()
         active = np.flatnonzero(self._active)
-        cls = self._cls[active]
+        cls = self._cls_of(active)
         classed = cls >= 0
         slots = active[classed]
         labels = self._ledger.labels
@@ -488,16 +488,17 @@ class FlowNetwork(ClassLayer):
         if not cons and not segs_t and not math.isfinite(cap):
             raise ValueError(f"flow {name!r}: has neither a limited resource nor a rate cap")
         slot = self._alloc_slot(len(cons))
-        # A free slot's row is zero (_grow_slots, _release): only its own entries are written.
+        # A free slot's row is zero (_grow_slots, _release): only its own entries are written
+        # (its level is 0 and it has no segment until set here).
         n_own = len(cons)
         self._path_con[slot, :n_own] = cons_arr
         self._path_coef[slot, :n_own] = coefs_arr
         self._priority[slot] = priority
         self._level_cap[slot] = cap / priority
         self._ledger.label[slot] = self._ledger.label_id(cap_label)
-        self._level[slot] = 0.0
         self._active[slot] = True
-        self._has_seg[slot] = bool(segs_t)
+        if segs_t:
+            self._has_seg[slot] = True
         self._segs[slot] = segs_t
         for g, _ in segs_t:
             self._seg_slots[g].add(slot)
@@ -573,7 +574,7 @@ class FlowNetwork(ClassLayer):
             raise ValueError(f"flow {flow.name!r} is not active in this network")
         slot = flow._slot
         moved = flow.size_B - self._remaining_of(slot)
-        self._release([slot])
+        self._release([slot], self.env.now)
         if flow._done is None:
             flow._done = simpy.Event(self.env)  # never triggered
         flow.end_s = self.env.now
@@ -645,7 +646,7 @@ class FlowNetwork(ClassLayer):
 
     # ------------------------------------------------------------ flow internals
     def _rate_unsolved(self, slot: int) -> float:
-        cid = int(self._cls[slot])
+        cid = self._cls[slot]
         spec = self._spec[slot]
         if cid < 0 or spec is None:
             return 0.0
@@ -659,7 +660,7 @@ class FlowNetwork(ClassLayer):
         spec = self._spec[slot]
         if spec is None or not self._active[slot]:
             return 0.0
-        cid = int(self._cls[slot])
+        cid = self._cls[slot]
         if cid < 0:
             return spec[4]
         vtime = self._classes[cid].vtime_at(self.env.now)
@@ -676,8 +677,8 @@ class FlowNetwork(ClassLayer):
         self._solve_scheduled = False
         self.solve_now()
 
-    def _release(self, slots: Sequence[int]) -> None:
-        """Remove flows from their classes and the slot arrays."""
+    def _release(self, slots: Sequence[int], now: float) -> None:
+        """Remove flows from their classes and the slot arrays at time ``now`` (s)."""
         for s in slots:
             self._pending_new.pop(s, None)  # cancelled before it was ever solved
             spec = self._spec[s]
@@ -688,7 +689,7 @@ class FlowNetwork(ClassLayer):
                 for g, _ in spec[5]:
                     stale_segs.add(g)
             if self._cls[s] >= 0:
-                self._leave(s)
+                self._leave(s, now)
             else:
                 spec = self._spec[s]
                 if spec is not None:
@@ -714,6 +715,7 @@ class FlowNetwork(ClassLayer):
 
     # --------------------------------------------------------------- re-solving
     def _resolve(self) -> None:
+        now = self.env.now
         if self._pending_new:
             new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
             self._pending_new = {}
@@ -723,8 +725,8 @@ class FlowNetwork(ClassLayer):
             len(new) > FULL_SOLVE_MIN_FLOWS and wants_full_solve(len(new), self._n_active)
         ):
             self._flow_level_solve(new, full=True)
-        elif self._fast_update(new):
-            self.stats["class_events"] += 1
+        elif self._fast_update(new, now):
+            self._class_events += 1
         else:
             self._flow_level_solve(new, full=False)
         self._pending_full = False
@@ -752,15 +754,16 @@ class FlowNetwork(ClassLayer):
                 continue
             if c.mu <= 0.0:
                 continue
-            t = c.t_s + max(tag - c.vtime, 0.0) / c.mu
+            ahead = tag - c.vtime
+            t = c.t_s + (0.0 if ahead < 0.0 else ahead) / c.mu  # (max(ahead, 0.0), inline)
             if t < np.inf:
                 heapq.heappush(events, (t, cid, c.ver))
         self._dirty.clear()
-        self._reschedule_completion()
+        self._reschedule_completion(now)
         for listener in self._rate_listeners:
             listener()
 
-    def _reschedule_completion(self) -> None:
+    def _reschedule_completion(self, now: float) -> None:
         self._timer_event = None
         # the next completion: the first live entry (stale ones dropped)
         events = self._events
@@ -774,7 +777,8 @@ class FlowNetwork(ClassLayer):
         else:
             return
         # (Timeout itself: what env.timeout makes, without the bound-method call)
-        event = simpy.Timeout(self.env, max(t - self.env.now, 0.0))
+        delay = t - now
+        event = simpy.Timeout(self.env, 0.0 if delay < 0.0 else delay)  # (max, inline)
         event.callbacks.append(self._on_timer_event)
         self._timer_event = event
 
@@ -786,7 +790,7 @@ class FlowNetwork(ClassLayer):
     def _due(self, c: FlowClass, now: float) -> list[int]:
         """Pop the members of ``c`` that complete at ``now`` (within rounding)."""
         due: list[int] = []
-        slack = c.mu * TIME_RTOL * max(now, 1.0)
+        slack = c.mu * TIME_RTOL * (1.0 if now < 1.0 else now)  # (max(now, 1.0), inline)
         tags = c.tags
         gens = self._gen
         specs = self._spec
@@ -802,7 +806,9 @@ class FlowNetwork(ClassLayer):
             spec = specs[slot]
             assert spec is not None
             remaining = spec[2] * (tag - c.vtime)
-            if remaining > max(spec[4] * COMPLETION_RTOL, spec[2] * slack):
+            least = spec[4] * COMPLETION_RTOL
+            within = spec[2] * slack
+            if remaining > (within if within > least else least):  # (max, inline)
                 if due:
                     return due
                 # not due now: its completion time (s) from the same live top tag
@@ -817,7 +823,7 @@ class FlowNetwork(ClassLayer):
         finished: list[int] = []
         events = self._events
         classes = self._classes
-        due_by = now + TIME_RTOL * max(now, 1.0)
+        due_by = now + TIME_RTOL * (1.0 if now < 1.0 else now)  # (max(now, 1.0), inline)
         dirty = self._dirty
         while events:
             # the next completion: the first live entry (stale ones dropped)
@@ -840,7 +846,7 @@ class FlowNetwork(ClassLayer):
             flow = self._flows[s]
             if flow is not None:
                 flows.append(flow)
-        self._release(finished)
+        self._release(finished, now)
         self._resolve()
         for flow in flows:
             flow.end_s = now

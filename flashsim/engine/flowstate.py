@@ -226,16 +226,24 @@ class FlowState:
         self._con_seg_dirty = False
         # Constraint array bytes -> the segments containing any (until a segment is added).
         self._con_seg_found: dict[bytes, tuple[int, ...]] = {}
-        #: Counters for benchmarks and diagnostics.
-        self.stats: dict[str, int] = {
-            "full_solves": 0,
-            "repairs": 0,
-            "repair_flows": 0,
-            "class_events": 0,
-            # Shared segments the class fast path checked against their bound and thresholds.
-            "segment_checks": 0,
-        }
+        # Counters for benchmarks and diagnostics (see stats): the flow-level solver's,
+        # and the class fast path's, kept as plain ints since they count every event.
+        self._solver_counts: dict[str, int] = {"full_solves": 0, "repairs": 0, "repair_flows": 0}
+        self._class_events = 0
+        # Shared segments the class fast path checked against their bound and thresholds.
+        self._segment_checks = 0
         self._grow_slots(64)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        """Counters for benchmarks and diagnostics: flow-level ``full_solves``, ``repairs``
+        and the flows they moved (``repair_flows``); ``class_events`` solved by the class
+        fast path, and the shared segments it checked (``segment_checks``)."""
+        return {
+            **self._solver_counts,
+            "class_events": self._class_events,
+            "segment_checks": self._segment_checks,
+        }
 
     def _on_new_constraints(self, grow: int) -> None:
         """Hook: the constraint arrays grew by ``grow`` entries."""
@@ -574,7 +582,7 @@ class FlowState:
         level or whose constraints' state may have changed is among them), or
         ``None`` when it escalated to a full solve.
         """
-        self.stats["repairs"] += 1
+        self._solver_counts["repairs"] += 1
         reach_slots: list[IntArray] = [new]
         reach_cons: list[IntArray] = [touched]
         n_active = int(self._active.sum())
@@ -625,7 +633,7 @@ class FlowState:
                 above = self._level[others] > lowest * (1.0 + LEVEL_RTOL)
                 grow = unique_ints(np.concatenate([grow, others[above]]))
             if grow.size == 0:
-                self.stats["repair_flows"] += int(s_slots.size)
+                self._solver_counts["repair_flows"] += int(s_slots.size)
                 return unique_ints(np.concatenate(reach_slots)), unique_ints(
                     np.concatenate(reach_cons)
                 )
@@ -633,7 +641,7 @@ class FlowState:
             changed = relevant
 
     def _full_solve(self) -> None:
-        self.stats["full_solves"] += 1
+        self._solver_counts["full_solves"] += 1
         active = np.flatnonzero(self._active)
         self._con_load[:] = 0.0
         self._con_max_level[:] = 0.0

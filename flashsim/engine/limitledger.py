@@ -38,16 +38,17 @@ class LimitLedger:
         self.settled: dict[int, float] = {}
         # Per slot: its class's clock when it joined (B per unit priority; a clock, not
         # the bytes left, so that endless flows of 1e30 B lose no precision), class key,
-        # cap label id.
-        self.v0 = np.zeros(0)
-        self.key = np.zeros(0, dtype=np.int64)
-        self.label = np.zeros(0, dtype=np.int64)
+        # cap label id.  Lists: every join and leave reads or writes one entry, which
+        # Python values do several times faster than NumPy scalars.
+        self.v0: list[float] = []
+        self.key: list[int] = []
+        self.label: list[int] = []
 
     def grow(self, extra: int) -> None:
         """The slot arrays grew by ``extra`` rows."""
-        self.v0 = np.concatenate([self.v0, np.zeros(extra)])
-        self.key = np.concatenate([self.key, np.zeros(extra, dtype=np.int64)])
-        self.label = np.concatenate([self.label, np.zeros(extra, dtype=np.int64)])
+        self.v0.extend([0.0] * extra)
+        self.key.extend([0] * extra)
+        self.label.extend([0] * extra)
 
     def label_id(self, name: str | None) -> int:
         """The id of cap label ``name`` (``None``: :data:`DEFAULT_CAP_LABEL`)."""
@@ -59,20 +60,17 @@ class LimitLedger:
             self._label_ids[name] = found
         return found
 
-    def class_key(self, slot: int, con: int) -> int:
-        """The key of ``slot`` in a class of bottleneck ``con`` (0: a cap class)."""
-        return con if con else -int(self.label[slot]) - 1
-
     def join(self, slot: int, con: int, vtime: float) -> None:
-        """Flow ``slot`` enters a class of bottleneck ``con`` whose clock reads ``vtime``."""
+        """Flow ``slot`` enters a class of bottleneck ``con`` (0: a cap class) whose clock
+        reads ``vtime``."""
         self.v0[slot] = vtime
-        self.key[slot] = self.class_key(slot, con)
+        self.key[slot] = con if con else -self.label[slot] - 1
 
     def leave(self, slot: int, vtime: float, priority: float) -> None:
         """Flow ``slot`` (of share ``priority``) leaves its class, whose clock reads ``vtime``."""
-        moved = priority * (vtime - float(self.v0[slot]))
+        moved = priority * (vtime - self.v0[slot])
         if moved > 0.0:
-            k = int(self.key[slot])
+            k = self.key[slot]
             self.settled[k] = self.settled.get(k, 0.0) + moved
 
     def settle_many(
@@ -84,19 +82,27 @@ class LimitLedger:
     ) -> None:
         """Settle the flows ``slots`` (those in a class: ``known``) before a rebuild."""
         settling = slots[known]
-        moved = priority[known] * (vtime[known] - self.v0[settling])
-        _sum_into(self.settled, self.key[settling], moved)
+        moved = priority[known] * (vtime[known] - np.array(self.v0)[settling])
+        _sum_into(self.settled, np.array(self.key, dtype=np.int64)[settling], moved)
 
     def join_many(self, slots: IntArray, cons: IntArray) -> None:
         """Flows ``slots`` enter new classes (clocks at 0) of bottlenecks ``cons`` (0: cap)."""
-        self.v0[slots] = 0.0
-        self.key[slots] = np.where(cons > 0, cons, -self.label[slots] - 1)
+        v0 = np.array(self.v0)
+        v0[slots] = 0.0
+        self.v0 = v0.tolist()
+        key = np.array(self.key, dtype=np.int64)
+        key[slots] = np.where(cons > 0, cons, -np.array(self.label, dtype=np.int64)[slots] - 1)
+        self.key = key.tolist()
 
     def totals(self, slots: IntArray, vtime: FloatArray, priority: FloatArray) -> dict[int, float]:
         """Bytes moved so far per key, counting flows ``slots`` (in a class) whose class
         clocks read ``vtime`` now."""
         out = dict(self.settled)
-        _sum_into(out, self.key[slots], priority * (vtime - self.v0[slots]))
+        _sum_into(
+            out,
+            np.array(self.key, dtype=np.int64)[slots],
+            priority * (vtime - np.array(self.v0)[slots]),
+        )
         return out
 
 

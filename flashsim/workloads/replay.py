@@ -66,8 +66,8 @@ import math
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass, field, fields
+from functools import cached_property, partial
 from typing import Annotated, Any, Literal, Protocol
 
 import numpy as np
@@ -153,6 +153,15 @@ class Access:
     direct_io: bool = False
     job_ranks: int = 1
     write_conflict: float = 0.0
+
+    @cached_property
+    def _hash(self) -> int:
+        # The hash dataclass would compute (of the fields in order), once: a replay looks
+        # an access up on every call, and the file's layout makes it dear to rehash.
+        return hash(tuple(getattr(self, f.name) for f in fields(self)))
+
+    def __hash__(self) -> int:
+        return self._hash
 
 
 class JobTarget(Protocol):
@@ -510,6 +519,9 @@ class JobEngine:
         self.merge = merge and fidelity == "flow"
         self.merge_gap_s = merge_gap_s
         self._streams: dict[Access, RankStream] = {}
+        # One object per distinct access, so that the maps a system keys by it (its stream,
+        # its context) find it by identity on every call, not by the fields' __eq__.
+        self._accesses: dict[Access, Access] = {}
 
     def run(
         self, jobs: list[PlacedJob], on_done: Callable[[int], None] | None = None
@@ -530,6 +542,7 @@ class JobEngine:
         client_nodes = self.system.job_client_nodes()
         self.system.job_begin()
         self._streams = {}
+        self._accesses = {}
         outcomes: list[JobTimes] = []
         procs: list[simpy.Event] = []
         for index, job in enumerate(jobs):
@@ -582,6 +595,8 @@ class JobEngine:
         return max((s.write_behind_B for a, s in self._streams.items() if a.write), default=0.0)
 
     def _access(self, times: JobTimes, node: int, k: int) -> Access:
+        """The access of transfer ``k`` from ``node``: one object per distinct access in a
+        run (``_accesses``)."""
         job = times.job
         tr = times.transfers
         calls = max(int(tr.calls[k]), 1)
@@ -591,7 +606,7 @@ class JobEngine:
             # stdio buffers a stream's calls in user space and writes (or reads) whole
             # buffers of st_blksize, which Lustre reports as the stripe size
             call_B = max(call_B, float(region_sizes_B(job.trace.files[f : f + 1])[0]))
-        return Access(
+        access = Access(
             node=node,
             ranks_on_node=min(job.ranks_per_node, job.trace.nprocs),
             file_key=f"{job.name}/{f}",
@@ -603,6 +618,7 @@ class JobEngine:
             job_ranks=job.trace.nprocs,
             write_conflict=float(times.write_conflict[f]),
         )
+        return self._accesses.setdefault(access, access)
 
     def _stream(self, access: Access) -> RankStream:
         stream = self._streams.get(access)
