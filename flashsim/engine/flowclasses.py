@@ -1128,9 +1128,7 @@ class ClassLayer(FlowState):
             heapq.heapify(live)
             c.sguard = live
 
-    def _update_levels(
-        self, seeds: set[int], changed: list[tuple[int, float]], now: float
-    ) -> bool:
+    def _update_levels(self, seeds: set[int], changed: list[tuple[int, float]], now: float) -> bool:
         """Re-solve the levels of bottleneck classes in level order from ``seeds`` (at ``now``, s).
 
         Appends ``(class, old level)`` to ``changed``; False when two classes
