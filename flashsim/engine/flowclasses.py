@@ -101,6 +101,9 @@ GUARD_MARGIN = 1.0 - 1e-12
 #: checked directly when the class rises, not by a threshold entry (see FlowClass.near).
 NEAR_RTOL = 1e-6
 
+#: No class created in a class event (the common case; immutable, so shared).
+_NONE_CREATED: frozenset[int] = frozenset()
+
 #: A class's guard or threshold heap is compacted to its live entries when it holds more
 #: than this many entries per segment or constraint it uses, plus :data:`HEAP_SLACK_MIN`
 #: (a tuning choice: compaction costs a pass over the heap, stale entries a heap level).
@@ -108,9 +111,16 @@ HEAP_SLACK_PER_ENTRY = 4
 HEAP_SLACK_MIN = 64
 
 #: A flow's fixed description: own constraints and coefficients, priority, level
-#: cap (bytes/s per unit priority), size (B), and (segment, weight) pairs.
+#: cap (bytes/s per unit priority), size (B), (segment, weight) pairs, and its own
+#: (constraint, coefficient) pairs (the first two zipped, once per path).
 FlowSpec = tuple[
-    tuple[int, ...], tuple[float, ...], float, float, float, tuple[tuple[int, float], ...]
+    tuple[int, ...],
+    tuple[float, ...],
+    float,
+    float,
+    float,
+    tuple[tuple[int, float], ...],
+    tuple[tuple[int, float], ...],
 ]
 
 
@@ -294,8 +304,10 @@ class ClassLayer(FlowState):
         self._n_active = 0
         # Bytes moved per bottleneck constraint or cap label (measure's per-interval limits).
         self._ledger = LimitLedger()
-        # Segment rates while no class level or member changes (see _levels_fixed).
+        # Segment rates while no class level or member changes (see _levels_fixed), and
+        # the dict it is during a class event's checks (kept, to make none per event).
         self._rate_memo: dict[int, float] | None = None
+        self._event_rate_memo: dict[int, float] = {}
         super().__init__()
 
     def _on_new_constraints(self, grow: int) -> None:
@@ -495,13 +507,13 @@ class ClassLayer(FlowState):
         or in two segments) is left to the repair.  The level is checked like
         any class event afterwards.
         """
-        cons, coefs, prio, level_cap, _size, segs = spec
+        cons, _coefs, prio, level_cap, _size, segs, own = spec
         ncls = self._con_ncls
         nsegs = self._con_nsegs
         cap = self._cap_f
         best = np.inf
         own_ratio: list[float] = []
-        for k, a in zip(cons, coefs, strict=True):
+        for k, a in own:
             if ncls[k] or nsegs[k]:
                 return None
             r = cap[k] / (a * prio)
@@ -544,12 +556,12 @@ class ClassLayer(FlowState):
         """Whether a flow's finite cap is below every ``capacity / (coefficient x priority)``
         of its own entries and segments (their cached least ratios): alone, it runs at its cap.
         """
-        cons, coefs, prio, level_cap, _size, segs = spec
+        _cons, _coefs, prio, level_cap, _size, segs, own = spec
         if not math.isfinite(level_cap):
             return False
         limit = level_cap / (1.0 - LEVEL_RTOL)
         cap = self._cap_f
-        if any(cap[k] / (a * prio) < limit for k, a in zip(cons, coefs, strict=True)):
+        if any(cap[k] / (a * prio) < limit for k, a in own):
             return False
         return all(self._segment_alone(g)[0] / (u * prio) >= limit for g, u in segs)
 
@@ -728,7 +740,7 @@ class ClassLayer(FlowState):
         """Put a flow with ``remaining_B`` bytes to move into class ``c`` at time ``now`` (s)."""
         spec = self._spec[slot]
         assert spec is not None
-        cons, coefs, prio, level_cap, _size, segs = spec
+        cons, _coefs, prio, level_cap, _size, segs, own = spec
         if now > c.t_s:  # c.advance(now), inline
             c.vtime += c.mu * (now - c.t_s)
             c.t_s = now
@@ -751,7 +763,7 @@ class ClassLayer(FlowState):
         w = c.w
         bott = c.con
         mu = c.mu
-        for k, a in zip(cons, coefs, strict=True):
+        for k, a in own:
             dw = a * prio
             n = cnt.get(k, 0)
             if n:
@@ -813,7 +825,7 @@ class ClassLayer(FlowState):
         """Take a flow out of its class at time ``now`` (s); return its remaining bytes."""
         spec = self._spec[slot]
         assert spec is not None
-        cons, coefs, prio, _cap, _size, segs = spec
+        cons, _coefs, prio, _cap, _size, segs, own = spec
         c = self._classes[self._cls[slot]]
         if now > c.t_s:  # c.advance(now), inline
             c.vtime += c.mu * (now - c.t_s)
@@ -829,7 +841,7 @@ class ClassLayer(FlowState):
         w = c.w
         bott = c.con
         mu = c.mu
-        for k, a in zip(cons, coefs, strict=True):
+        for k, a in own:
             dw = a * prio
             if not bott:
                 con_fixed[k] -= mu * dw
@@ -900,7 +912,7 @@ class ClassLayer(FlowState):
         con_class = self._con_class
         joined: list[int] = []
         changed: list[tuple[int, float]] = []
-        created: set[int] = set()
+        created: frozenset[int] | set[int] = _NONE_CREATED  # a set once one is
         deferred: list[int] = []
         ok = True
         for slot in new:
@@ -952,13 +964,17 @@ class ClassLayer(FlowState):
                         else:
                             # Checked below like any class, and against those crossing it.
                             c = self._new_class(k, np.inf, level)
-                            created.add(c.cid)
+                            created = created | {c.cid}
                     else:
                         c = self._cap_class_for(spec[3])
                     self._join(slot, c, spec[4], now)
                     joined.append(slot)
         if ok:
-            seeds = {con_class[k] for k in self._touched if con_class[k] >= 0}
+            seeds: set[int] = set()
+            for k in self._touched:  # (a loop: a comprehension is a call of its own)
+                cid = con_class[k]
+                if cid >= 0:
+                    seeds.add(cid)
             seg_bott = self._seg_bott
             for g in self._touched_segs:
                 if seg_bott[g]:
@@ -968,10 +984,12 @@ class ClassLayer(FlowState):
             # As `with self._levels_fixed()`, without a context manager on every event.
             outer = self._rate_memo
             if outer is None:
-                self._rate_memo = {}
+                self._rate_memo = self._event_rate_memo  # (empty: cleared after each use)
             try:
                 ok = self._check_classes(changed, joined, created)
             finally:
+                if outer is None:
+                    self._event_rate_memo.clear()
                 self._rate_memo = outer
         if not ok:
             for cid, mu in changed:
@@ -984,7 +1002,10 @@ class ClassLayer(FlowState):
         return ok
 
     def _check_classes(
-        self, changed: list[tuple[int, float]], joined: list[int], created: set[int]
+        self,
+        changed: list[tuple[int, float]],
+        joined: list[int],
+        created: frozenset[int] | set[int],
     ) -> bool:
         """The checks of :meth:`_fast_update` once levels are re-solved; False on a violation.
 

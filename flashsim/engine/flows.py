@@ -467,11 +467,12 @@ class FlowNetwork(ClassLayer):
             raise ValueError(f"flow {name!r}: op_size_B(={op_size_B}) must be a finite number > 0")
         memo = self._path_memo.get(id(path))
         if memo is not None and memo[0] is path and memo[1] == op_size_B:
-            _path, _op, cons, coefs, segs_t, cons_arr, coefs_arr = memo
+            _path, _op, cons, coefs, segs_t, cons_arr, coefs_arr, own = memo
         else:
             cons, coefs, segs_t = self._path_entries(path, op_size_B, name)
             cons_arr = np.array(cons, dtype=np.int64)
             coefs_arr = np.array(coefs, dtype=np.float64)
+            own = tuple(zip(cons, coefs, strict=True))
             if isinstance(path, tuple):
                 if len(self._path_memo) >= PATH_MEMO_KEPT:
                     self._path_memo.clear()
@@ -483,6 +484,7 @@ class FlowNetwork(ClassLayer):
                     segs_t,
                     cons_arr,
                     coefs_arr,
+                    own,
                 )
         cap = np.inf if rate_cap_Bps is None else float(rate_cap_Bps)
         if not cons and not segs_t and not math.isfinite(cap):
@@ -510,6 +512,7 @@ class FlowNetwork(ClassLayer):
             cap / priority,
             float(size_B),
             segs_t,
+            own,
         )
         env = self.env
         flow = Flow(name, float(size_B), env.now, _slot=slot, _network=self)
@@ -717,7 +720,10 @@ class FlowNetwork(ClassLayer):
     def _resolve(self) -> None:
         now = self.env.now
         if self._pending_new:
-            new = [s for s in self._pending_new if self._active[s] and self._cls[s] < 0]
+            new = []
+            for s in self._pending_new:  # (a loop: a comprehension is a call of its own)
+                if self._active[s] and self._cls[s] < 0:
+                    new.append(s)
             self._pending_new = {}
         else:
             new = []
