@@ -76,7 +76,7 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -112,7 +112,8 @@ HEAP_SLACK_MIN = 64
 
 #: A flow's fixed description: own constraints and coefficients, priority, level
 #: cap (bytes/s per unit priority), size (B), (segment, weight) pairs, and its own
-#: (constraint, coefficient) pairs (the first two zipped, once per path).
+#: (constraint, coefficient) pairs (the first two zipped once per path kept for use
+#: again; None: zip them, see :func:`own_entries`).
 FlowSpec = tuple[
     tuple[int, ...],
     tuple[float, ...],
@@ -120,8 +121,14 @@ FlowSpec = tuple[
     float,
     float,
     tuple[tuple[int, float], ...],
-    tuple[tuple[int, float], ...],
+    tuple[tuple[int, float], ...] | None,
 ]
+
+
+def own_entries(spec: FlowSpec) -> Iterable[tuple[int, float]]:
+    """A flow's own (constraint, coefficient) pairs."""
+    own = spec[6]
+    return zip(spec[0], spec[1], strict=True) if own is None else own
 
 
 class FlowClass:
@@ -507,13 +514,13 @@ class ClassLayer(FlowState):
         or in two segments) is left to the repair.  The level is checked like
         any class event afterwards.
         """
-        cons, _coefs, prio, level_cap, _size, segs, own = spec
+        cons, _coefs, prio, level_cap, _size, segs, _own = spec
         ncls = self._con_ncls
         nsegs = self._con_nsegs
         cap = self._cap_f
         best = np.inf
         own_ratio: list[float] = []
-        for k, a in own:
+        for k, a in own_entries(spec):
             if ncls[k] or nsegs[k]:
                 return None
             r = cap[k] / (a * prio)
@@ -556,12 +563,12 @@ class ClassLayer(FlowState):
         """Whether a flow's finite cap is below every ``capacity / (coefficient x priority)``
         of its own entries and segments (their cached least ratios): alone, it runs at its cap.
         """
-        _cons, _coefs, prio, level_cap, _size, segs, own = spec
+        _cons, _coefs, prio, level_cap, _size, segs, _own = spec
         if not math.isfinite(level_cap):
             return False
         limit = level_cap / (1.0 - LEVEL_RTOL)
         cap = self._cap_f
-        if any(cap[k] / (a * prio) < limit for k, a in own):
+        if any(cap[k] / (a * prio) < limit for k, a in own_entries(spec)):
             return False
         return all(self._segment_alone(g)[0] / (u * prio) >= limit for g, u in segs)
 
@@ -740,7 +747,7 @@ class ClassLayer(FlowState):
         """Put a flow with ``remaining_B`` bytes to move into class ``c`` at time ``now`` (s)."""
         spec = self._spec[slot]
         assert spec is not None
-        cons, _coefs, prio, level_cap, _size, segs, own = spec
+        cons, coefs, prio, level_cap, _size, segs, own = spec
         if now > c.t_s:  # c.advance(now), inline
             c.vtime += c.mu * (now - c.t_s)
             c.t_s = now
@@ -763,7 +770,7 @@ class ClassLayer(FlowState):
         w = c.w
         bott = c.con
         mu = c.mu
-        for k, a in own:
+        for k, a in zip(cons, coefs, strict=True) if own is None else own:
             dw = a * prio
             n = cnt.get(k, 0)
             if n:
@@ -825,7 +832,7 @@ class ClassLayer(FlowState):
         """Take a flow out of its class at time ``now`` (s); return its remaining bytes."""
         spec = self._spec[slot]
         assert spec is not None
-        cons, _coefs, prio, _cap, _size, segs, own = spec
+        cons, coefs, prio, _cap, _size, segs, own = spec
         c = self._classes[self._cls[slot]]
         if now > c.t_s:  # c.advance(now), inline
             c.vtime += c.mu * (now - c.t_s)
@@ -841,7 +848,7 @@ class ClassLayer(FlowState):
         w = c.w
         bott = c.con
         mu = c.mu
-        for k, a in own:
+        for k, a in zip(cons, coefs, strict=True) if own is None else own:
             dw = a * prio
             if not bott:
                 con_fixed[k] -= mu * dw

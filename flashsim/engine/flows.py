@@ -472,8 +472,11 @@ class FlowNetwork(ClassLayer):
             cons, coefs, segs_t = self._path_entries(path, op_size_B, name)
             cons_arr = np.array(cons, dtype=np.int64)
             coefs_arr = np.array(coefs, dtype=np.float64)
-            own = tuple(zip(cons, coefs, strict=True))
+            # Its (constraint, coefficient) pairs, made once for a path used again (a tuple
+            # is kept here); a path given as a list is zipped when used.
+            own = None
             if isinstance(path, tuple):
+                own = tuple(zip(cons, coefs, strict=True))
                 if len(self._path_memo) >= PATH_MEMO_KEPT:
                     self._path_memo.clear()
                 self._path_memo[id(path)] = (
