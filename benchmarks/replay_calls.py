@@ -29,12 +29,13 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model
-from flashsim.workloads.replay import JobEngine, PlacedJob
+from flashsim.workloads.replay import JobEngine, JobTarget, PlacedJob
 from flashsim.workloads.trace import JobTrace, OpTable, TraceFile, records_frame
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,7 +111,7 @@ def replay(trace: JobTrace, ranks_per_node: int) -> dict[str, float]:
     cpu = time.process_time()
     sim = Simulation(0)
     system = loaded.kind.build(loaded.model, sim, "flow")
-    (times,) = JobEngine(system, "flow").run(
+    (times,) = JobEngine(cast(JobTarget, system), "flow").run(
         [PlacedJob("bench", trace, ranks_per_node=ranks_per_node)]
     )
     wall = time.perf_counter() - start

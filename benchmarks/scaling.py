@@ -16,6 +16,7 @@ Writes ``docs/scaling.md`` (tables and the fitted exponent ``b`` of
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
@@ -31,7 +32,7 @@ FABRIC_N = (1_000, 3_000, 10_000, 30_000, 100_000)
 FPP_NODES = (16, 64, 256, 1_024, 4_096)  # 64 ranks per node
 
 
-def _exponent(x: list[float], y: list[float]) -> float:
+def _exponent(x: Sequence[float], y: Sequence[float]) -> float:
     """Least-squares slope of log y on log x over the upper half of the points."""
     keep = slice(len(x) // 2, None)
     return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
