@@ -25,6 +25,7 @@ import pytest
 import simpy
 from flow_helpers import matches_full_solve
 
+from flashsim.engine.flowclasses import own_entries
 from flashsim.engine.flows import FlowNetwork, Resource
 
 
@@ -164,7 +165,13 @@ def test_start_flow_remembers_a_path_but_still_checks_it() -> None:
     a = net.start_flow(100.0, path, op_size_B=4.0)
     b = net.start_flow(100.0, path, op_size_B=4.0)
     c = net.start_flow(100.0, list(path), op_size_B=4.0)
-    assert net._spec[a._slot] == net._spec[b._slot] == net._spec[c._slot]
+    specs = [spec for f in (a, b, c) if (spec := net._spec[f._slot]) is not None]
+    assert len(specs) == 3
+    # the same entries; the own pairs are kept zipped for the tuple (used again) alone
+    assert specs[0] == specs[1] and specs[0][:6] == specs[2][:6]
+    assert specs[0][6] is not None and specs[2][6] is None
+    pairs = list(zip(specs[0][0], specs[0][1], strict=True))
+    assert [list(own_entries(spec)) for spec in specs] == [pairs] * 3
     with pytest.raises(ValueError, match="op_size_B must be given"):
         net.start_flow(100.0, path)
     d = net.start_flow(100.0, path, op_size_B=8.0)  # another op size: other coefficients
