@@ -437,6 +437,12 @@ class ScmQlcTier:
             decode_Bps=float(self.spec.rebuild.decode_bandwidth),
         )
 
+    def migrating(self) -> bool:
+        """Whether the SCM buffer sits at its hold level, so every new byte is migrated too
+        (its level as of the buffer's last sync)."""
+        buf = self.buffer
+        return bool(buf.level_B >= buf.drain_start_B * (1.0 - 1e-6))
+
     def full_stripe(self, size_B: float) -> bool:
         """Whether one read of ``size_B`` logical bytes covers a whole stripe's data."""
         return size_B >= float(self.spec.stripe_size)

@@ -413,9 +413,8 @@ class TierTarget:
         self.drives.sync_wear(self.tier)
 
     def migrating(self) -> bool:
-        """Whether the SCM buffer sits at its hold level, so every new byte is migrated too."""
-        buf = self.tier.buffer
-        return bool(buf.level_B >= buf.drain_start_B * (1.0 - 1e-6))
+        """Whether the SCM buffer sits at its hold level (:meth:`ScmQlcTier.migrating`)."""
+        return self.tier.migrating()
 
     # --------------------------------------------------------------- request
     def visit(self, env: simpy.Environment, cost: TargetCost) -> Generator[simpy.Event, Any, None]:

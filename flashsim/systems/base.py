@@ -96,6 +96,17 @@ class Description:
         }
 
 
+def no_such(key: str, what: str, index: int, count: int) -> ValueError:
+    """The input error for ``what`` ``index`` (an OSS, an OST, a drive) of a system of ``count``.
+
+    Raised as ``ValueError("key: ...")``, which the scenario loader reports as one
+    line naming the key.
+    """
+    return ValueError(
+        f"{key}: {what} {index} does not exist; the system has {count} (0..{count - 1})"
+    )
+
+
 def bottleneck(layers: list[LayerPeak], scope: str, attr: str) -> str:
     """Name of the layer with the smallest ``attr`` (e.g. ``read_Bps``) in ``scope``."""
     candidates = [

@@ -37,7 +37,7 @@ from flashsim.components.raid_target import RaidTarget
 from flashsim.config import Bytes, Seconds, StrictModel
 from flashsim.engine.flows import Flow, Resource
 from flashsim.measure.results import PhaseDetails, PhaseResult
-from flashsim.systems.base import Fidelity
+from flashsim.systems.base import Fidelity, no_such
 from flashsim.systems.lustre.core import LustreCore
 from flashsim.systems.lustre.model import LustreModel
 
@@ -162,9 +162,7 @@ def check_block_io_phase(model: LustreModel, phase: BlockIoPhase) -> None:
     """Indices within the model; raise ``ValueError("key: message")``."""
     count = model.oss.count
     if phase.server >= count:
-        raise ValueError(
-            f"server: OSS {phase.server} does not exist; the system has {count} (0..{count - 1})"
-        )
+        raise no_such("server", "OSS", phase.server, count)
     if phase.servers is not None and phase.server + phase.servers > count:
         raise ValueError(
             f"servers: {phase.servers} OSSes from OSS {phase.server} run past the last one "

@@ -14,7 +14,7 @@ from flashsim.components.fabric_spec import DragonflySpec
 from flashsim.components.hdd import HddSpec
 from flashsim.components.ssd import SsdSpec
 from flashsim.config import warn
-from flashsim.systems.base import check_size
+from flashsim.systems.base import check_size, no_such
 from flashsim.systems.lustre.blockio import check_block_io_phase
 from flashsim.systems.lustre.fabric import client_slots, role_groups
 from flashsim.systems.lustre.fleet import FLEET_WORKLOADS, check_fleet_phase
@@ -207,10 +207,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
     for i, job in enumerate(getattr(phase, "jobs", []) if workload == "jobs" else []):
         first = getattr(job, "first_target", None)
         if first is not None and first >= n_osts:
-            raise ValueError(
-                f"jobs.{i}.first_target: OST {first} does not exist; the system has {n_osts} "
-                f"(0..{n_osts - 1})"
-            )
+            raise no_such(f"jobs.{i}.first_target", "OST", first, n_osts)
     if workload in FLEET_WORKLOADS:
         check_fleet_phase(n_osts, phase)
     elif workload in ("ost-aging", "production-aging"):
@@ -227,9 +224,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
         check_io500_phase(model, phase, lambda ior: check_phase(model, ior))
     elif workload == "obdfilter-survey":
         if phase.ost >= n_osts:
-            raise ValueError(
-                f"ost: OST {phase.ost} does not exist; the system has {n_osts} (0..{n_osts - 1})"
-            )
+            raise no_such("ost", "OST", phase.ost, n_osts)
         if phase.objects != 1:
             warn(
                 f"phase {phase.name!r}: objects = {phase.objects} is not modelled: the survey "
@@ -245,9 +240,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
     elif workload == "lnet-selftest":
         count = model.oss.count
         if phase.sink >= count:
-            raise ValueError(
-                f"sink: OSS {phase.sink} does not exist; the system has {count} (0..{count - 1})"
-            )
+            raise no_such("sink", "OSS", phase.sink, count)
         if phase.sources > count - 1:
             raise ValueError(
                 f"sources: {phase.sources} source servers besides the sink need "
@@ -265,10 +258,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
         count = model.oss.count
         for i, src in enumerate(phase.sources or []):
             if src >= count:
-                raise ValueError(
-                    f"sources.{i}: OSS {src} does not exist; the system has {count} "
-                    f"(0..{count - 1})"
-                )
+                raise no_such(f"sources.{i}", "OSS", src, count)
         if count < 2:
             raise ValueError("sources: an LNet survey needs at least two OSSes")
         check_size("sinks", count, 1, f"testing the {count:,} OSSes in turn")
@@ -298,10 +288,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
                 "the system has"
             )
         if layout.first_target is not None and layout.first_target >= n_osts:
-            raise ValueError(
-                f"layout.first_target: OST {layout.first_target} does not exist; the system "
-                f"has {n_osts} (0..{n_osts - 1})"
-            )
+            raise no_such("layout.first_target", "OST", layout.first_target, n_osts)
         per_target = _resources_per_target(model)
         if stripes == 1:
             per_rank = model.client.nic.ports + per_target
@@ -346,8 +333,6 @@ def check_aging_phase(model: LustreModel, n_osts: int, phase: Any) -> None:
     if not isinstance(drive, SsdSpec):
         raise ValueError(f"workload: {drive.name} is not an SSD; only SSDs age here")
     if phase.workload == "ost-aging" and phase.ost >= n_osts:
-        raise ValueError(
-            f"ost: OST {phase.ost} does not exist; the system has {n_osts} (0..{n_osts - 1})"
-        )
+        raise no_such("ost", "OST", phase.ost, n_osts)
     if phase.workload == "production-aging" and phase.osts is not None and phase.osts > n_osts:
         raise ValueError(f"osts: {phase.osts} OSTs asked for; the system has {n_osts}")

@@ -38,7 +38,7 @@ from flashsim.components.target_life import TargetLife
 from flashsim.components.target_state import StatefulTarget
 from flashsim.engine.flows import Resource
 from flashsim.engine.simulation import Simulation
-from flashsim.systems.base import BuiltSystem, Fidelity
+from flashsim.systems.base import BuiltSystem, Fidelity, no_such
 from flashsim.systems.lustre.model import LustreModel
 from flashsim.systems.lustre.nodes import (
     ClientNode,
@@ -192,10 +192,7 @@ class LustreCore(BuiltSystem):
     def target(self, index: int) -> StatefulTarget:
         """OST ``index``'s life (its server built on first use); ``ValueError("target: ...")``."""
         if not (isinstance(index, int) and 0 <= index < self.n_osts):
-            raise ValueError(
-                f"target: OST {index} does not exist; the system has {self.n_osts} "
-                f"(0..{self.n_osts - 1})"
-            )
+            raise no_such("target", "OST", index, self.n_osts)
         self.ost(index)
         return self.lives[index]
 

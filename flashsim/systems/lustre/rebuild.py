@@ -52,6 +52,7 @@ from flashsim.config import Bytes, NonNegativeSeconds, Seconds, StrictModel, Uni
 from flashsim.engine.flows import Flow
 from flashsim.engine.simulation import Simulation
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
+from flashsim.systems.base import no_such
 from flashsim.systems.lustre.core import LustreCore
 from flashsim.systems.lustre.cost import op_cost
 
@@ -427,9 +428,7 @@ def check_rebuild_phase(n_osts: int, drives: int, phase: Any) -> None:
     workload = getattr(phase, "workload", "")
     if workload == "rebuild":
         if phase.ost >= n_osts:
-            raise ValueError(
-                f"ost: OST {phase.ost} does not exist; the system has {n_osts} (0..{n_osts - 1})"
-            )
+            raise no_such("ost", "OST", phase.ost, n_osts)
         for i, f in enumerate(phase.failures or []):
             if f.drive >= drives:
                 raise ValueError(

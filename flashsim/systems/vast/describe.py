@@ -18,7 +18,7 @@ from flashsim.components.nfs import NfsClientModel
 from flashsim.components.nic import NicSpec
 from flashsim.config import warn
 from flashsim.engine.simulation import Simulation
-from flashsim.systems.base import Description, LayerPeak, bottleneck, check_size
+from flashsim.systems.base import Description, LayerPeak, bottleneck, check_size, no_such
 from flashsim.systems.vast.io500 import check_io500_phase
 from flashsim.systems.vast.model import VastModel, ssd
 from flashsim.systems.vast.network import VastNetwork
@@ -50,10 +50,7 @@ def check_phase(model: VastModel, phase: Any) -> None:
     if getattr(phase, "workload", "") == "vast-rebuild":
         qlc = model.dnode.count * model.dnode.qlc_drives
         if phase.drive >= qlc:
-            raise ValueError(
-                f"drive: QLC drive {phase.drive} does not exist; the system has {qlc} "
-                f"(0..{qlc - 1})"
-            )
+            raise no_such("drive", "QLC drive", phase.drive, qlc)
     nodes, per_node = getattr(phase, "nodes", None), getattr(phase, "ranks_per_node", 1)
     most = max(nodes, default=0) if isinstance(nodes, list) else nodes
     if isinstance(most, int) and most > model.client.count:

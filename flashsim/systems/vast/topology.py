@@ -231,9 +231,8 @@ class VastTopology(BuiltSystem):
         return path
 
     def migrating(self) -> bool:
-        """Whether the SCM buffer sits at its hold level, so every new byte is migrated too."""
-        buf = self.tier.buffer
-        return bool(buf.level_B >= buf.drain_start_B * (1.0 - 1e-6))
+        """Whether the SCM buffer sits at its hold level (:meth:`ScmQlcTier.migrating`)."""
+        return self.tier.migrating()
 
     def wire_s(self, size_B: float, client: int = 0) -> float:
         """Store-and-forward time (s) of ``size_B`` bytes over one port of each hop.
