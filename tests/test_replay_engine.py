@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from cli_helpers import run_flashsim
 
+from flashsim.engine.flows import Flow
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model, run_loaded, scenario_from_data
 from flashsim.systems.lustre.kind import Lustre
@@ -390,3 +391,45 @@ def test_a_near_empty_job_does_not_saturate_a_nic_it_met_at_its_first_call() -> 
     assert system.sim.now >= 1.0
     assert bottlenecks == []
     assert all(m.utilization < 0.01 for m in most)
+
+
+def test_ranks_making_the_same_kind_of_call_share_one_access_object() -> None:
+    """Four ranks of one node reading one file make one Access: the system's maps keyed
+    by it (streams, contexts) then find it by identity on every call, never by the
+    dataclass's field-by-field ``__eq__`` (a 500k-call replay's cost, issue 20)."""
+    n, calls = 4, 3
+    rank = np.repeat(np.arange(n, dtype=np.int64), calls)
+    start = np.tile(np.arange(calls, dtype=float) * 0.01, n)
+    rows = [
+        {"module": "POSIX", "file": 0, "rank": r, "reads": calls, "bytes_read": calls * 2.0**20}
+        for r in range(n)
+    ]
+    ops = OpTable(
+        rank=rank,
+        file=np.zeros(n * calls, dtype=np.int64),
+        record=rank.copy(),
+        write=np.zeros(n * calls, dtype=bool),
+        offset_B=np.arange(n * calls, dtype=float)[::-1] * 2.0**22,  # not sequential
+        size_B=np.full(n * calls, 2.0**20),
+        start_s=start,
+        end_s=start + 1e-3,
+    )
+    files = (TraceFile("shared", stripe_count=2, osts=(0, 1)),)
+    trace = JobTrace("t", "test", n, 1.0, files, records_frame(rows), ops, timing="dxt")
+    trace.check()
+    system = lustre()
+    started: list[Access] = []
+    hook = system.job_flow_started
+
+    def record(a: Access, flow: Flow) -> None:
+        started.append(a)
+        hook(a, flow)
+
+    system.job_flow_started = record  # type: ignore[method-assign]
+    engine = JobEngine(system, "flow")
+    engine.run([PlacedJob("j", trace, ranks_per_node=n)])
+    (access,) = engine._accesses.values()
+    assert len(started) == n * calls
+    assert all(a is access for a in started)
+    assert all(key is access for key in engine._streams)
+    assert all(key is access for key in system._job_contexts)
