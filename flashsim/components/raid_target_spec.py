@@ -79,10 +79,6 @@ class RaidTargetSpec:
     aging: AgingSpec | None = None
     memo: AgingMemo = field(default_factory=AgingMemo)
 
-    def stack_efficiency(self, op: OpKind) -> float:
-        """Stack efficiency (dimensionless) of streaming ``op``."""
-        return self.stack_write_efficiency if op == "write" else self.stack_read_efficiency
-
     # ................................................................ build
     def build(
         self,

@@ -173,6 +173,11 @@ class TierSpec(StrictModel):
         ),
     )
 
+    def stripe_width(self, c: float) -> int:
+        """QLC drives a stripe compressed to fraction ``c`` spans (data + parity strips)."""
+        data = min(self.ec_data, max(1, math.ceil(self.ec_data * c - 1e-9)))
+        return data + self.ec_parity
+
 
 def compressed_fraction(entropy_bits_per_byte: float, floor: float) -> float:
     """Compressed size over logical size for data of the given entropy.
@@ -584,9 +589,8 @@ class ScmQlcTier:
         return compressed_fraction(self._entropy_of(obj), self.spec.min_compressed_fraction)
 
     def stripe_width(self, c: float) -> int:
-        """QLC drives a stripe compressed to fraction ``c`` spans (data + parity strips)."""
-        data = min(self.spec.ec_data, max(1, math.ceil(self.spec.ec_data * c - 1e-9)))
-        return data + self.spec.ec_parity
+        """QLC drives a stripe compressed to fraction ``c`` spans (see TierSpec.stripe_width)."""
+        return self.spec.stripe_width(c)
 
     def _drive_set(self, pos: int, width: int) -> IntArray:
         """Drives of a stripe of ``width`` starting at position ``pos`` of the drives in service."""

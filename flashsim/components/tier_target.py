@@ -54,10 +54,9 @@ drive (``scm_write_efficiency``, ``scm_read_efficiency``).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import simpy
 from pydantic import Field, model_validator
@@ -169,8 +168,7 @@ class TierTargetSpec(TierSpec):
         """QLC drives a read of ``data_entropy`` data spreads over (all with ``rotate``)."""
         if self.placement == "rotate":
             return self.qlc_drives
-        data = min(self.ec_data, max(1, math.ceil(self.ec_data * self._compressed() - 1e-9)))
-        return data + self.ec_parity
+        return self.stripe_width(self._compressed())
 
     # --------------------------------------------------------- TargetSpec
     def build(
@@ -207,7 +205,8 @@ class TierTargetSpec(TierSpec):
         return TierLife(sim, target.name, self, target.tier, target.drives)
 
     def peak_Bps(self, op: OpKind) -> float:
-        """Datasheet bandwidth (bytes/s) of one target.
+        """Bandwidth (bytes/s) of one target: datasheet rates x the tier's
+        ``scm_*_efficiency`` (calibratable, :class:`~flashsim.components.tier.TierSpec`).
 
         ``write``: the sustained ingest until the buffer fills, every SCM
         drive writing at ``scm_write_efficiency`` of its datasheet rate (or
@@ -314,13 +313,14 @@ class TierTarget:
         Its SCM and QLC drives (:func:`~flashsim.components.tier_drives.build_tier_drives`).
     """
 
+    #: Reads go where the object's bytes live now: costs depend on the object.
+    object_aware: ClassVar[bool] = True
+
     def __init__(
         self, sim: Simulation, name: str, spec: TierTargetSpec, drives: TierDrives
     ) -> None:
         self.sim = sim
         self.name = name
-        #: Reads go where the object's bytes live now: costs depend on the object.
-        self.object_aware = True
         self.spec = spec
         self.drives = drives
         #: Entropy (bits per byte) of objects whose data the workload describes.
@@ -412,10 +412,6 @@ class TierTarget:
         """
         self.drives.sync_wear(self.tier)
 
-    def migrating(self) -> bool:
-        """Whether the SCM buffer sits at its hold level (:meth:`ScmQlcTier.migrating`)."""
-        return self.tier.migrating()
-
     # --------------------------------------------------------------- request
     def visit(self, env: simpy.Environment, cost: TargetCost) -> Generator[simpy.Event, Any, None]:
         """Request fidelity: the target's part of one operation (module docstring).
@@ -434,7 +430,7 @@ class TierTarget:
             scale = 1.0 / spec.scm_write_efficiency
             picked = pick_replicas(tier, self.rng)
             yield env.all_of([env.process(self._replica(i, size, scale)) for i in picked])
-            if self.migrating():
+            if tier.migrating():
                 env.process(own.migration_read(pick_scm(tier, self.rng), size))
             tier.buffer.add_bytes(cost.obj, size)
             return

@@ -722,14 +722,12 @@ class FlowNetwork(ClassLayer):
     # --------------------------------------------------------------- re-solving
     def _resolve(self) -> None:
         now = self.env.now
+        new: list[int] = []
         if self._pending_new:
-            new = []
             for s in self._pending_new:  # (a loop: a comprehension is a call of its own)
                 if self._active[s] and self._cls[s] < 0:
                     new.append(s)
             self._pending_new = {}
-        else:
-            new = []
         if self._pending_full or (
             len(new) > FULL_SOLVE_MIN_FLOWS and wants_full_solve(len(new), self._n_active)
         ):

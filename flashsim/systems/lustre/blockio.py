@@ -188,10 +188,10 @@ def peak_Bps(model: LustreModel, devices_per_controller: dict[int, int], op: OpK
     """Sequential large-request bandwidth (bytes/s) of the tested tiers and their controllers.
 
     Each controller delivers the smaller of its own bandwidth and its tested
-    tiers' drives streaming after parity (``ServerSpec.target_peak_Bps``).
+    tiers' drives streaming after parity (the target type's ``peak_Bps``).
     """
     oss = model.oss
-    tier = oss.target_peak_Bps(op)
+    tier = oss.target_spec().peak_Bps(op)
     total = 0.0
     for devices in devices_per_controller.values():
         drives = devices * tier

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from flashsim.components.drive_aging import steady_write_loss
+from flashsim.components.pcie import PcieLink, link_Bps
 from flashsim.components.raid import DriveOp
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.tier_target import TierTargetSpec
@@ -87,19 +88,24 @@ def _raid_layers(oss: ServerSpec, scope: str, scale: int) -> list[LayerPeak]:
             "(obdfilter) and RAID-engine RMW cost",
         )
     )
-    link = oss.drive_link
-    if link is not None:
-        layers.append(
-            LayerPeak(
-                scope,
-                f"PCIe drive links Gen{link.generation} x{link.lanes}",
-                n * scale,
-                n * link.bandwidth_Bps * scale,
-                n * link.bandwidth_Bps * scale,
-                note=f"{link.bandwidth_Bps / 1e9:.3g} GB/s per drive per direction",
-            )
-        )
+    layers.extend(_link_layers(oss.drive_link, scope, n * scale))
     return layers
+
+
+def _link_layers(link: PcieLink | None, scope: str, drives: int) -> list[LayerPeak]:
+    """The row of ``drives`` drives' PCIe links (none when the links are not modelled)."""
+    if link is None:
+        return []
+    return [
+        LayerPeak(
+            scope,
+            f"PCIe drive links Gen{link.generation} x{link.lanes}",
+            drives,
+            drives * link.bandwidth_Bps,
+            drives * link.bandwidth_Bps,
+            note=f"{link.bandwidth_Bps / 1e9:.3g} GB/s per drive per direction",
+        )
+    ]
 
 
 def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) -> list[LayerPeak]:
@@ -114,8 +120,9 @@ def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) 
     qlc = tier.qlc
     k, m = tier.ec_data, tier.ec_parity
     # Each drive's PCIe link caps what it moves (components.pcie).
-    link_Bps = math.inf if tier.drive_link is None else tier.drive_link.bandwidth_Bps
-    migrate = tier.qlc_drives * min(qlc.bandwidth_Bps("write"), link_Bps) * k / (k + m)
+    migrate = (
+        tier.qlc_drives * min(qlc.bandwidth_Bps("write"), link_Bps(tier.drive_link)) * k / (k + m)
+    )
     layers = [
         LayerPeak(
             scope,
@@ -146,19 +153,7 @@ def _tier_layers(oss: ServerSpec, tier: TierTargetSpec, scope: str, scale: int) 
             "of QLC (compressed)",
         ),
     ]
-    link = tier.drive_link
-    if link is not None:
-        drives = per * tier.drive_count()
-        layers.append(
-            LayerPeak(
-                scope,
-                f"PCIe drive links Gen{link.generation} x{link.lanes}",
-                drives,
-                drives * link.bandwidth_Bps,
-                drives * link.bandwidth_Bps,
-                note=f"{link.bandwidth_Bps / 1e9:.3g} GB/s per drive per direction",
-            )
-        )
+    layers.extend(_link_layers(tier.drive_link, scope, per * tier.drive_count()))
     return layers
 
 

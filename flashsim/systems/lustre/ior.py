@@ -306,7 +306,7 @@ class LustreIor(LustreCore):
             cost=costs[targets[0], objs[0]],
             gated=gated,
             costs={t: costs[t, o] for t, o in zip(targets, objs, strict=True) if o}
-            if obj and any(objs)
+            if any(objs)
             else {},
             crossed=crossed,
         )
@@ -542,8 +542,7 @@ class LustreIor(LustreCore):
         else:
             yield server.nic.visit(s_dir, size)
             src, dst = server.name, node.name
-        for queue, service_s in self.fabric.request_hops(src, dst, size, self._route_rng):
-            yield queue.visit(service_s)
+        yield from self.fabric.cross(src, dst, size, self._route_rng)
         if cost.op == "write":
             yield server.nic.visit(s_dir, size)
         else:

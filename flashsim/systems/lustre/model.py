@@ -269,20 +269,6 @@ class ServerSpec(StrictModel):
             aging=self.aging,
         )
 
-    def target_peak_Bps(self, op: Literal["read", "write"]) -> float:
-        """Datasheet bandwidth (bytes/s) of one target, after redundancy for writes.
-
-        The denominator of the seed's bandwidth efficiencies (seed 000 §IV-A).
-        """
-        return self.target_spec().peak_Bps(op)
-
-    def target_peak_iops(self, op: Literal["read", "write"], size_B: float = 4096.0) -> float:
-        """Datasheet operations/s of one target (over the RAID write penalty for RAID).
-
-        The denominator of the seed's IOPS efficiencies (seed 000 Table I).
-        """
-        return self.target_spec().peak_iops(op, size_B)
-
 
 class MdsSpec(ServerSpec):
     """A class of metadata server (MDS): a server whose targets are MDTs, and its service costs.

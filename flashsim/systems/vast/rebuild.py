@@ -64,7 +64,7 @@ class VastRebuildPhase(StrictModel):
     drive: Annotated[int, Field(ge=0)] = Field(0, description="Index of the failed QLC drive.")
     used: UnitFraction = Field(1.0, description="Share of the failed drive holding data.")
     priority: Annotated[float, Field(gt=0.0, le=1.0)] = Field(
-        0.3,
+        RebuildPolicy.model_fields["priority"].default,
         description=(
             "Share of each drive's time the rebuild is guaranteed under load (ASSUMED default "
             "0.3, RebuildPolicy's: Broadcom MegaRAID's default rebuild rate)."

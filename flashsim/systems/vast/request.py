@@ -37,7 +37,7 @@ from flashsim.engine.queues import FifoQueue
 from flashsim.systems.vast.topology import VastTopology
 from flashsim.workloads.ior import IorPhase, RankStream
 
-__all__ = ["ReadPicks", "VastRequests"]
+__all__ = ["VastRequests"]
 
 
 class VastRequests(VastTopology):

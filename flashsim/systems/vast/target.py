@@ -45,4 +45,3 @@ class VastPool(TierLife):
         super().__init__(
             system.sim, f"{system.model.name}.tier", system.model.tier, system.tier, system.drives
         )
-        self.system = system
