@@ -24,7 +24,7 @@ works on the same object.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -35,13 +35,14 @@ import simpy
 from flashsim.components.endurance import catch_up
 from flashsim.components.pcie import link_Bps as pcie_link_Bps
 from flashsim.components.ssd import SsdSpec, SsdState
+from flashsim.components.tier import ScmQlcTier, TierSpec
 from flashsim.engine.flows import Resource
 from flashsim.engine.queues import FifoQueue
 from flashsim.engine.simulation import Simulation
 
 if TYPE_CHECKING:
     from flashsim.components.pcie import PcieLink
-    from flashsim.components.tier import ReadWeights, ScmQlcTier
+    from flashsim.components.tier import ReadWeights
 
 Medium = Literal["scm", "qlc"]
 FloatArray = npt.NDArray[np.float64]
@@ -99,6 +100,29 @@ class TierDrives:
     _queues: dict[Medium, list[DriveQueues]] | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------ costs
+    def build_tier(
+        self,
+        name: str,
+        spec: TierSpec,
+        entropy_of: Callable[[str], float],
+        migration_extra: Callable[[float], list[tuple[Resource, float]]] | None = None,
+    ) -> ScmQlcTier:
+        """The SCM/QLC tier ``name`` over these drives, their links and write costs."""
+        return ScmQlcTier(
+            self.sim,
+            name,
+            spec,
+            self.scm,
+            self.qlc,
+            scm_write_cost=self.scm_write_cost,
+            qlc_write_cost=self.qlc_write_cost,
+            migration_extra=migration_extra,
+            entropy_of=entropy_of,
+            qlc_ops=self.qlc_ops,
+            scm_links=self.scm_links,
+            qlc_links=self.qlc_links,
+        )
+
     @property
     def scm_write_cost(self) -> float:
         """SCM drive capacity a written byte consumes (read over write bandwidth)."""
@@ -161,6 +185,24 @@ class TierDrives:
         """A request-fidelity replica of ``size_B`` bytes landed on SCM drive ``index``."""
         self.scm_state[index].record_write(size_B)
         self.request_user_B += size_B / copies
+
+    def write_replica(
+        self, index: int, size_B: float, scale: float, copies: int
+    ) -> Generator[simpy.Event, Any, None]:
+        """One of ``copies`` SCM replicas of a write: into drive ``index`` (its data path
+        stretched by ``scale``), then counted as wear."""
+        yield from self.visit("scm", index, "write", size_B, scale)
+        self.record_replica(index, size_B, copies)
+
+    def commit_write(
+        self, tier: ScmQlcTier, obj: str, size_B: float, rng: np.random.Generator
+    ) -> None:
+        """An acknowledged write's bytes enter ``tier``'s SCM buffer as ``obj``'s (a later read
+        sees them); at the hold level every new byte is migrated too: one SCM read of it
+        (flow fidelity's migration path), queued at a drive but not awaited."""
+        if tier.migrating():
+            self.sim.env.process(self.migration_read(pick_scm(tier, rng), size_B))
+        tier.buffer.add_bytes(obj, size_B)
 
     # -------------------------------------------------------------- wear
     def sync_wear(self, tier: ScmQlcTier) -> None:

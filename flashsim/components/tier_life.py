@@ -81,24 +81,21 @@ class TierLife:
 
     Parameters
     ----------
-    sim : Simulation
-        The simulation (clock, flows, random streams).
     name : str
         Dotted name of the target (its status, failure streams and rebuilds).
-    spec : TierSpec
-        The tier's parameters (rebuild policy, ``drive_fill``, geometry).
     tier : ScmQlcTier
-        The tier whose buffer, locations and service this life moves.
+        The tier whose buffer, locations and service this life moves (its
+        simulation and its parameters, ``tier.spec``: rebuild policy,
+        ``drive_fill``, geometry, are the life's).
     drives : TierDrives
         The tier's drives, their resources and wear states.
     """
 
-    def __init__(
-        self, sim: Simulation, name: str, spec: TierSpec, tier: ScmQlcTier, drives: TierDrives
-    ) -> None:
-        self.sim = sim
+    def __init__(self, name: str, tier: ScmQlcTier, drives: TierDrives) -> None:
+        self.sim: Simulation = tier.sim
         self.name = name
-        self.spec = spec
+        self.spec: TierSpec = tier.spec
+        spec = tier.spec
         self.tier = tier
         self.tier_drives = drives
         #: Share of a failed QLC drive's capacity its rebuild reconstructs (``tier.drive_fill``;

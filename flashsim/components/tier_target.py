@@ -66,14 +66,13 @@ from flashsim.components.pcie import PcieLink
 from flashsim.components.pcie import link_Bps as pcie_link_Bps
 from flashsim.components.ssd import SsdSpec
 from flashsim.components.target import OpKind, PathEntries, StorageTarget, TargetCost
-from flashsim.components.tier import ReadWeights, ScmQlcTier, TierSpec, compressed_fraction
+from flashsim.components.tier import ReadWeights, TierSpec, compressed_fraction
 from flashsim.components.tier_drives import (
     ReadPicks,
     TierDrives,
     build_tier_drives,
     pick_read,
     pick_replicas,
-    pick_scm,
     read_picks,
 )
 from flashsim.components.tier_life import TierLife
@@ -202,7 +201,7 @@ class TierTargetSpec(TierSpec):
         """
         if not isinstance(target, TierTarget):
             raise TypeError(f"{target.name}: a tier's life needs a TierTarget")
-        return TierLife(sim, target.name, self, target.tier, target.drives)
+        return TierLife(target.name, target.tier, target.drives)
 
     def peak_Bps(self, op: OpKind) -> float:
         """Bandwidth (bytes/s) of one target: datasheet rates x the tier's
@@ -325,19 +324,7 @@ class TierTarget:
         self.drives = drives
         #: Entropy (bits per byte) of objects whose data the workload describes.
         self.entropy: dict[str, float] = {}
-        self.tier = ScmQlcTier(
-            sim,
-            f"{name}.tier",
-            spec,
-            drives.scm,
-            drives.qlc,
-            scm_write_cost=drives.scm_write_cost,
-            qlc_write_cost=drives.qlc_write_cost,
-            entropy_of=self._entropy_of,
-            qlc_ops=drives.qlc_ops,
-            scm_links=drives.scm_links,
-            qlc_links=drives.qlc_links,
-        )
+        self.tier = drives.build_tier(f"{name}.tier", spec, self._entropy_of)
         self.rng = sim.rng(f"{name}.requests")
 
     def _entropy_of(self, obj: str) -> float:
@@ -429,10 +416,11 @@ class TierTarget:
         if cost.op == "write":
             scale = 1.0 / spec.scm_write_efficiency
             picked = pick_replicas(tier, self.rng)
-            yield env.all_of([env.process(self._replica(i, size, scale)) for i in picked])
-            if tier.migrating():
-                env.process(own.migration_read(pick_scm(tier, self.rng), size))
-            tier.buffer.add_bytes(cost.obj, size)
+            copies = spec.scm_copies
+            yield env.all_of(
+                [env.process(own.write_replica(i, size, scale, copies)) for i in picked]
+            )
+            own.commit_write(tier, cost.obj, size, self.rng)
             return
         detail: TierRead = cost.detail
         pick = pick_read(tier, detail.picks, size, self.rng)
@@ -445,13 +433,6 @@ class TierTarget:
             )
         if pick.decode_s > 0:
             yield env.timeout(pick.decode_s)
-
-    def _replica(
-        self, index: int, size_B: float, scale: float
-    ) -> Generator[simpy.Event, Any, None]:
-        """One SCM replica of a write: into its drive, counted as wear."""
-        yield from self.drives.visit("scm", index, "write", size_B, scale)
-        self.drives.record_replica(index, size_B, self.spec.scm_copies)
 
 
 def _tier_cost(

@@ -30,7 +30,6 @@ from flashsim.components.tier_drives import (
     ReadPicks,
     pick_read,
     pick_replicas,
-    pick_scm,
     read_picks,
 )
 from flashsim.engine.queues import FifoQueue
@@ -134,12 +133,7 @@ class VastRequests(VastTopology):
                 for i, d in zip(drives, dnodes, strict=True)
             ]
             yield env.all_of(visits)
-            # Acknowledged: the bytes are committed to the SCM buffer (a later read sees them).
-            if self.migrating():
-                # At the hold level every new byte is migrated: one SCM read of it (flow
-                # fidelity's migration path), queued at a drive but not awaited.
-                env.process(self.drives.migration_read(pick_scm(self.tier, rng), size))
-            self.tier.buffer.add_bytes(obj, size)
+            self.drives.commit_write(self.tier, obj, size, rng)
             return
         pick = pick_read(self.tier, picks, size, rng)
         if pick.degraded:
@@ -224,8 +218,7 @@ class VastRequests(VastTopology):
     ) -> Generator[simpy.Event, Any, None]:
         """One SCM replica of a write: across the NVMe fabric, into SCM drive ``drive``, as wear."""
         yield from self.net.send_back(cnode, dnode, size_B, rng)
-        yield from self.drives.visit("scm", drive, "write", size_B, scale)
-        self.drives.record_replica(drive, size_B, self.model.tier.scm_copies)
+        yield from self.drives.write_replica(drive, size_B, scale, self.model.tier.scm_copies)
 
     def _read_picks(self, obj: str) -> ReadPicks:
         """:func:`~flashsim.components.tier_drives.read_picks` of where ``obj``'s bytes live now."""

@@ -42,6 +42,4 @@ class VastPool(TierLife):
     """
 
     def __init__(self, system: VastTopology) -> None:
-        super().__init__(
-            system.sim, f"{system.model.name}.tier", system.model.tier, system.tier, system.drives
-        )
+        super().__init__(f"{system.model.name}.tier", system.tier, system.drives)

@@ -56,7 +56,7 @@ import numpy as np
 from flashsim.components.fluid import DrainPath, FluidBuffer
 from flashsim.components.nfs import NfsClientModel
 from flashsim.components.ssd import SsdSpec, SsdState
-from flashsim.components.tier import ReadWeights, ScmQlcTier
+from flashsim.components.tier import ReadWeights
 from flashsim.components.tier_drives import TierDrives, build_tier_drives
 from flashsim.engine.flows import Resource
 from flashsim.engine.maxmin import FloatArray
@@ -117,19 +117,8 @@ class VastTopology(BuiltSystem):
         self.scm_share = np.bincount(self.scm_dnode, minlength=dn.count) / len(self.scm)
         self.qlc_dnode_idx = np.asarray(self.qlc_dnode)
         self.qlc_share = np.bincount(self.qlc_dnode, minlength=dn.count) / len(self.qlc)
-        self.tier = ScmQlcTier(
-            sim,
-            f"{name}.tier",
-            model.tier,
-            self.scm,
-            self.qlc,
-            scm_write_cost=self.drives.scm_write_cost,
-            qlc_write_cost=self.drives.qlc_write_cost,
-            migration_extra=self._migration_extra,
-            entropy_of=self._entropy_of,
-            qlc_ops=self.qlc_ops,
-            scm_links=self.drives.scm_links,
-            qlc_links=self.drives.qlc_links,
+        self.tier = self.drives.build_tier(
+            f"{name}.tier", model.tier, self._entropy_of, self._migration_extra
         )
         # Client page caches drain into the tier.
         self.caches: list[FluidBuffer] = []
