@@ -11,8 +11,6 @@ request fidelity.  Bad ``oss.tier`` tables give one error line naming the key.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,8 +22,9 @@ from flashsim.measure.results import PhaseResult
 from flashsim.scenario import load_scenario, load_system_model, run_loaded
 from flashsim.systems.lustre.io500 import build_mds_service
 from flashsim.systems.lustre.ior import PathCache
+from tests.cli_helpers import ROOT, run_flashsim
 
-DRIVES = Path(__file__).resolve().parent.parent / "models" / "drives"
+DRIVES = ROOT / "models" / "drives"
 
 COMMON = """
 [oss.cpu]
@@ -213,17 +212,11 @@ def test_tier_write_flows_fill_the_buffers(tmp_path: Path) -> None:
 
 
 # ................................................................. bad input
-def flashsim_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "flashsim.cli", *args], capture_output=True, text=True, timeout=120
-    )
-
-
 def describe_error(tmp_path: Path, text: str) -> str:
     """``flashsim describe`` of a model written from ``text``: exit 2 and one ``error:`` line."""
     path = tmp_path / "m.toml"
     path.write_text(text)
-    proc = flashsim_cli("describe", str(path))
+    proc = run_flashsim("describe", str(path), timeout=120)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:"), proc.stderr
@@ -239,7 +232,11 @@ def describe_error(tmp_path: Path, text: str) -> str:
         ("drives_per_target = 10\n", "oss.drives_per_target", "remove drives_per_target"),
         # a RAID-only key with a tier
         ("raid_threads = 4\n", "oss.raid_threads", "means nothing for tier targets"),
-        ('controller = { servers = 2, read_bandwidth = "1 GB/s" }\n', "oss.controller", ""),
+        (
+            'controller = { servers = 2, read_bandwidth = "1 GB/s", write_bandwidth = "1 GB/s" }\n',
+            "oss.controller",
+            "external RAID controller",
+        ),
     ],
 )
 def test_tier_with_raid_keys_is_one_error_line(
@@ -281,7 +278,7 @@ def test_raid_only_phase_on_tier_osts_is_one_error_line(
     scenario.write_text(
         f'name = "s"\nsystem = "{model.as_posix()}"\n\n[[phases]]\nname = "p"\n{phase}'
     )
-    proc = flashsim_cli("run", str(scenario))
+    proc = run_flashsim("run", str(scenario), timeout=120)
     assert proc.returncode == 2, proc.stderr
     line = proc.stderr.strip()
     assert line.startswith("error:") and "\n" not in line, proc.stderr

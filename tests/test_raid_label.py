@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from flashsim.components.raid import RaidSpec
 from flashsim.scenario import load_system_model
-
-ROOT = Path(__file__).resolve().parent.parent
+from tests.cli_helpers import ROOT
 
 
 @pytest.mark.parametrize(

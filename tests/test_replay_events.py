@@ -10,7 +10,6 @@ event order, so the times are the ones the event paths give, bit for bit.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,9 +21,48 @@ from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model
 from flashsim.workloads.replay import JobEngine, JobTimes, PlacedJob
 from flashsim.workloads.trace import JobTrace, OpTable, TraceFile, records_frame
+from tests.cli_helpers import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PERLMUTTER = ROOT / "models" / "systems" / "perlmutter.toml"
+
+
+def synthetic_trace(
+    name: str,
+    rank: np.ndarray,
+    write: np.ndarray,
+    offset: np.ndarray,
+    size: np.ndarray,
+    start: np.ndarray,
+) -> JobTrace:
+    """A checked DXT trace of one Lustre file (4 stripes of 1 MiB): call ``i`` is rank
+    ``rank[i]``'s read or write (``write[i]``) of ``size[i]`` bytes at ``offset[i]`` from
+    ``start[i]`` for 1 ms; each rank's POSIX record counts its calls and bytes."""
+    n = len(rank)
+    ranks = int(rank.max()) + 1
+    ops = OpTable(
+        rank=rank,
+        file=np.zeros(n, dtype=np.int64),
+        record=rank.copy(),
+        write=write,
+        offset_B=offset,
+        size_B=size,
+        start_s=start,
+        end_s=start + 1e-3,
+    )
+    rows = [
+        {"module": "POSIX", "file": 0, "rank": r,
+         "reads": int((~write[rank == r]).sum()), "writes": int(write[rank == r].sum()),
+         "bytes_read": float(size[(rank == r) & ~write].sum()),
+         "bytes_written": float(size[(rank == r) & write].sum())}
+        for r in range(ranks)
+    ]  # fmt: skip
+    data = TraceFile("data", "lustre", 4, 1048576.0, (0, 1, 2, 3))
+    trace = JobTrace(
+        name, "synthetic", ranks, float(start.max() + 1e-3), (data,),
+        records_frame(rows), ops, timing="dxt",
+    )  # fmt: skip
+    trace.check()
+    return trace
 
 
 def mixed_trace(ranks: int, calls: int, seed: int) -> JobTrace:
@@ -46,30 +84,7 @@ def mixed_trace(ranks: int, calls: int, seed: int) -> JobTrace:
     for i in np.flatnonzero(contiguous[1:]) + 1:
         if rank[i] == rank[i - 1]:
             offset[i] = offset[i - 1] + size[i - 1]
-    ops = OpTable(
-        rank=rank,
-        file=np.zeros(n, dtype=np.int64),
-        record=rank.copy(),
-        write=write,
-        offset_B=offset,
-        size_B=size,
-        start_s=start,
-        end_s=start + 1e-3,
-    )
-    rows = [
-        {"module": "POSIX", "file": 0, "rank": r,
-         "reads": int((~write[rank == r]).sum()), "writes": int(write[rank == r].sum()),
-         "bytes_read": float(size[(rank == r) & ~write].sum()),
-         "bytes_written": float(size[(rank == r) & write].sum())}
-        for r in range(ranks)
-    ]  # fmt: skip
-    data = TraceFile("data", "lustre", 4, 1048576.0, (0, 1, 2, 3))
-    trace = JobTrace(
-        "mixed", "synthetic", ranks, float(start.max() + 1e-3), (data,),
-        records_frame(rows), ops, timing="dxt",
-    )  # fmt: skip
-    trace.check()
-    return trace
+    return synthetic_trace("mixed", rank, write, offset, size, start)
 
 
 def replay(trace: JobTrace, ranks_per_node: int, **job: Any) -> tuple[JobTimes, Simulation]:
@@ -102,23 +117,9 @@ def test_a_call_costs_its_think_time_and_its_flow_not_a_process_and_two_events(
     n = ranks * calls
     rank = np.repeat(np.arange(ranks, dtype=np.int64), calls)
     start = (np.cumsum(rng.exponential(2e-3, (ranks, calls)) + 3e-3, axis=1) - 1e-3).ravel()
-    ops = OpTable(
-        rank=rank,
-        file=np.zeros(n, dtype=np.int64),
-        record=rank.copy(),
-        write=np.zeros(n, dtype=bool),
-        offset_B=np.floor(rng.uniform(0.0, 1e4, n)) * 1048576.0,
-        size_B=np.full(n, 1048576.0),
-        start_s=start,
-        end_s=start + 1e-3,
-    )
-    rows = [{"module": "POSIX", "file": 0, "rank": r, "reads": calls,
-             "bytes_read": calls * 1048576.0} for r in range(ranks)]  # fmt: skip
-    data = TraceFile("data", "lustre", 4, 1048576.0, (0, 1, 2, 3))
-    trace = JobTrace(
-        "reads", "synthetic", ranks, float(start.max() + 1e-3), (data,),
-        records_frame(rows), ops, timing="dxt",
-    )  # fmt: skip
+    offset = np.floor(rng.uniform(0.0, 1e4, n)) * 1048576.0
+    write = np.zeros(n, dtype=bool)
+    trace = synthetic_trace("reads", rank, write, offset, np.full(n, 1048576.0), start)
     times, _sim = replay(trace, 4)
     assert np.isfinite(times.end_s).all()
     assert len(times.transfers) == n

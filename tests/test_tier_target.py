@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,9 +18,10 @@ from flashsim.components.variability import VariabilitySpec
 from flashsim.config import ConfigError, validate
 from flashsim.engine.flows import Flow, Resource
 from flashsim.engine.simulation import Simulation
+from tests.cli_helpers import ROOT
 
 GB = 1e9
-MODELS = Path(__file__).resolve().parent.parent / "models"
+MODELS = ROOT / "models"
 
 SCM = {
     "kind": "ssd",
@@ -141,8 +141,6 @@ def test_spec_peaks_follow_links_and_compression() -> None:
 )
 def test_spec_errors_name_the_key(over: dict[str, Any], key: str, says: str) -> None:
     with pytest.raises(ValidationError, match=says):
-        spec_of(**over)
-    with pytest.raises(ValueError, match=says):  # a ValidationError is a ValueError
         spec_of(**over)
     with pytest.raises(ConfigError) as err:
         validate(TierTargetSpec, {"tier": table(**over)}["tier"], "m.toml", key_prefix="oss.tier")
