@@ -167,7 +167,7 @@ def test_request_fidelity_counts_each_replica_at_its_drive() -> None:
     system = build("request")
     simulate_sample(system, phase(sample="1 GiB"))
     scm = np.array([s.bytes_written_B for s in system.scm_state])
-    assert system.scm_request_user_B == pytest.approx(2**30, rel=1e-9)
+    assert system.drives.request_user_B == pytest.approx(2**30, rel=1e-9)
     assert scm.sum() == pytest.approx(2 * 2**30, rel=1e-9)
     # 1 MiB replicas: every drive's bytes are a whole number of them.
     assert np.allclose(scm / 2**20, np.round(scm / 2**20))

@@ -14,13 +14,13 @@ from hypothesis import strategies as st
 
 from flashsim.components.target_state import StatefulTarget, SystemStatus
 from flashsim.components.tier import BULK_STRIPES, ScmQlcTier, TierSpec
+from flashsim.components.tier_life import PRODUCTION_OBJECT
 from flashsim.engine.simulation import Simulation
 from flashsim.scenario import load_system_model, run_scenario
 from flashsim.systems.vast.endurance import VastEndurancePhase
 from flashsim.systems.vast.kind import VastSystem
 from flashsim.systems.vast.rebuild import VastRebuildPhase
 from flashsim.systems.vast.study_units import ior_phase as _ior
-from flashsim.systems.vast.target import PRODUCTION_OBJECT
 from flashsim.workloads.jobs import JobsPhase
 
 MODEL = "models/systems/vast-pdsw21.toml"
@@ -565,7 +565,7 @@ def test_request_fidelity_reads_visit_the_reconstructing_drives() -> None:
     system.tier.drain_all()  # the dataset on QLC: 2 GiB, in the first stripe (drives 0-39)
     system.pool.fail_drive(3)  # a full drive: its rebuild takes hours, the read milliseconds
     system.run_phase(_ior("r", "read", 1, 4, 2**20, "d", **common))
-    visits = [cmd.visits for cmd, _ in system._drive_queues()["qlc"]]
+    visits = [cmd.visits for cmd, _ in system.drives.queues()["qlc"]]
     assert visits[3] == 0
     reads = 4 * 512
     extra = sum(visits) - reads  # each reconstructed read: 36 survivors instead of 1 drive

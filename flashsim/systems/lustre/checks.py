@@ -94,7 +94,7 @@ def check_model(model: LustreModel) -> None:
                     f"{per_target * spec.targets_per_server} drives need "
                     f"{per_encl} bays, the enclosure has {spec.enclosure.drives}"
                 )
-        drive_link = spec.drive_link if spec.tier is None else spec.tier.drive_link
+        drive_link = spec.target_drive_link
         link_lanes = drive_link.lanes if drive_link is not None else 0
         lanes = lanes_drives * link_lanes + spec.nic.pcie_lanes
         if spec.cpu.pcie_lanes and lanes > spec.cpu.pcie_lanes:
@@ -179,7 +179,7 @@ LUSTRE_STRIPE_B = 2.0**20
 def _resources_per_target(model: LustreModel) -> int:
     """Flow-path entries one rank's stream adds per target it stripes over."""
     oss = model.oss
-    link = oss.drive_link if oss.tier is None else oss.tier.drive_link
+    link = oss.target_drive_link
     per_drive = 2 + (2 if link is not None else 0)  # command, data, PCIe up/down
     drives = oss.target_spec().drive_count()
     return oss.nic.ports + 2 + drives * per_drive + 2  # + CPU, RAID, fabric, OSC
@@ -199,10 +199,7 @@ def check_phase(model: LustreModel, phase: Any) -> None:
     n_osts = model.oss.count * model.oss.targets_per_server
     workload = getattr(phase, "workload", "")
     if model.oss.tier is not None and workload in RAID_ONLY_WORKLOADS:
-        raise ValueError(
-            f"workload: phase {workload!r} needs RAID OSTs; this model's OSTs are an "
-            "SCM->QLC tier (oss.tier)"
-        )
+        raise model.oss.raid_only_error(workload)
     check_placement(phase, client_slots(model))
     for i, job in enumerate(getattr(phase, "jobs", []) if workload == "jobs" else []):
         first = getattr(job, "first_target", None)

@@ -201,7 +201,7 @@ class LustreCore(BuiltSystem):
         ``ValueError("workload: ...")`` when the model's OSTs are another target type."""
         server, ost = self.ost(index)
         if not isinstance(ost, RaidTarget):
-            raise ValueError(self._not_raid(what))
+            raise self.model.oss.raid_only_error(what)
         return server, ost
 
     def raid_life(self, index: int, what: str) -> TargetLife:
@@ -209,15 +209,8 @@ class LustreCore(BuiltSystem):
         ``ValueError("workload: ...")`` when the model's OSTs are another target type."""
         life = self.target(index)
         if not isinstance(life, TargetLife):
-            raise ValueError(self._not_raid(what))
+            raise self.model.oss.raid_only_error(what)
         return life
-
-    def _not_raid(self, what: str) -> str:
-        """The error line of a RAID-only study on OSTs of another type."""
-        return (
-            f"workload: phase {what!r} needs RAID OSTs; this model's OSTs are "
-            f"{self.ost_spec.label()} (oss.tier)"
-        )
 
     def built_targets(self) -> list[tuple[int, StatefulTarget]]:
         """The OSTs built so far (index, life), in index order; the others are fresh."""

@@ -248,6 +248,19 @@ class ServerSpec(StrictModel):
             return self.tier
         return self.raid_target_spec()
 
+    @property
+    def target_drive_link(self) -> PcieLink | None:
+        """The host link of each of the targets' drives (the tier's, or the RAID drives')."""
+        return self.drive_link if self.tier is None else self.tier.drive_link
+
+    def raid_only_error(self, workload: str) -> ValueError:
+        """The input error of a study of RAID arrays (phase ``workload``) on targets of
+        another type."""
+        return ValueError(
+            f"workload: phase {workload!r} needs RAID OSTs; this model's OSTs are "
+            f"{self.target_spec().label()} (oss.tier)"
+        )
+
     def raid_target_spec(self) -> RaidTargetSpec:
         """The RAID target the flat keys describe; ``ValueError("tier: ...")`` with a tier."""
         if self.tier is not None or self.drive is None or self.raid is None:

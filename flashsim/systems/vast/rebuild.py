@@ -34,10 +34,10 @@ import numpy as np
 from pydantic import Field
 
 from flashsim.components.rebuild import RebuildPolicy
+from flashsim.components.tier_life import REBUILD_CHUNK_B
 from flashsim.config import StrictModel, UnitFraction
 from flashsim.engine.flows import Flow, Resource
 from flashsim.measure.results import PhaseDetails, PhaseResult, cell
-from flashsim.systems.vast.target import REBUILD_CHUNK_B
 
 if TYPE_CHECKING:
     from flashsim.systems.vast.target import VastPool

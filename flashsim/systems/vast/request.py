@@ -25,7 +25,6 @@ import numpy as np
 import simpy
 
 from flashsim.components.tier_drives import (
-    DriveQueues,
     Medium,
     ReadPicks,
     pick_read,
@@ -223,8 +222,3 @@ class VastRequests(VastTopology):
     def _read_picks(self, obj: str) -> ReadPicks:
         """:func:`~flashsim.components.tier_drives.read_picks` of where ``obj``'s bytes live now."""
         return read_picks(self.tier.read_weights(obj))
-
-    def _drive_queues(self) -> dict[Medium, list[DriveQueues]]:
-        """Request-fidelity queues of the drives (:meth:`TierDrives.queues
-        <flashsim.components.tier_drives.TierDrives.queues>`)."""
-        return self.drives.queues()

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from flashsim.components.tier_life import PRODUCTION_OBJECT, REBUILD_CHUNK_B, TierLife
+from flashsim.components.tier_life import TierLife
 
 if TYPE_CHECKING:
     from flashsim.systems.vast.topology import VastTopology
 
-__all__ = ["PRODUCTION_OBJECT", "REBUILD_CHUNK_B", "VastPool"]
+__all__ = ["VastPool"]
 
 
 class VastPool(TierLife):

@@ -149,11 +149,6 @@ class VastTopology(BuiltSystem):
         """Wear of each QLC drive (:attr:`TierDrives.qlc_state`)."""
         return self.drives.qlc_state
 
-    @property
-    def scm_request_user_B(self) -> float:
-        """User bytes request fidelity wrote to SCM (each on ``scm_copies`` drives)."""
-        return self.drives.request_user_B
-
     # ------------------------------------------------------------- helpers
     def _entropy_of(self, obj: str) -> float:
         return self._entropy.get(obj.split("/", 1)[0], 8.0)
